@@ -1,0 +1,96 @@
+"""What a program may do.
+
+A policy is data (which modules a program may import, which attributes are off limits) plus the code
+that enforces it at compile time and at run time. Policies add to the OS isolation of the sandbox; they
+never replace it.
+
+- `restricted` (the default for model output): RestrictedPython compile and guards, an import
+  allowlist, no file, process, network, introspection or dunder access, no writes to modules, and
+  numpy's and sympy's own escape hatches closed.
+- `trusted` (the default for gold validation): plain Python; every OS-level limit still applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Modules a restricted program may import (top level or dotted). sympy only where it is installed.
+ALLOWED_MODULES: frozenset[str] = frozenset(
+    {
+        "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
+        "collections", "operator", "re", "string", "random", "heapq", "bisect", "copy",
+        "numbers", "calendar",
+        "numpy", "numpy.linalg", "numpy.random", "numpy.fft", "numpy.polynomial", "numpy.emath",
+        "numpy.lib.scimath",
+        "sympy",
+    }
+)  # fmt: skip
+
+# Attributes refused on any object of an allowed module (read, from-import or getattr): they open
+# files, load pickles, reach C pointers or evaluate strings.
+DENIED_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "numpy": frozenset(
+        {
+            "load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile",
+            "tofile", "memmap", "fromregex", "DataSource", "ctypeslib", "ctypes", "dump", "dumps",
+            "lib", "testing", "f2py", "distutils", "rec", "char", "core", "lookfor", "info",
+        }
+    ),
+    "sympy": frozenset(
+        {"sympify", "S", "parse_expr", "lambdify", "init_printing", "preview", "plot", "var",
+         "symbols_from_string", "srepr", "utilities", "parsing", "printing", "external", "interactive"}
+    ),
+    "operator": frozenset({"attrgetter", "methodcaller"}),  # both take dunder names as strings
+    "functools": frozenset({"singledispatch", "singledispatchmethod"}),  # eval() string annotations
+    "string": frozenset({"Formatter"}),  # format fields reach attributes
+}  # fmt: skip
+
+# Attribute names refused everywhere: they lead to frames, code objects and globals.
+DENIED_NAMES: frozenset[str] = frozenset(
+    {
+        "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin",
+        "ag_frame", "ag_code", "ag_await", "f_back", "f_builtins", "f_code", "f_globals", "f_locals",
+        "f_trace", "tb_frame", "tb_next", "co_code", "func_globals", "mro", "format_map",
+    }
+)  # fmt: skip
+
+POLICY_NAMES = ("restricted", "trusted")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySpec:
+    """A policy as data: what the sandbox reports and what the worker enforces."""
+
+    name: str
+    restricted: bool
+    allowed_modules: frozenset[str] = ALLOWED_MODULES
+
+
+POLICIES: dict[str, PolicySpec] = {
+    "restricted": PolicySpec("restricted", restricted=True),
+    "trusted": PolicySpec("trusted", restricted=False),
+}
+
+
+def get_policy(name: str) -> PolicySpec:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICY_NAMES)}") from None
+
+
+def module_allowed(name: str, allowed: frozenset[str] = ALLOWED_MODULES) -> bool:
+    """A dotted module name is allowed when it, or numpy.polynomial's own submodules, is listed."""
+    return name in allowed or name.startswith("numpy.polynomial.")
+
+
+__all__ = [
+    "ALLOWED_MODULES",
+    "DENIED_ATTRIBUTES",
+    "DENIED_NAMES",
+    "POLICIES",
+    "POLICY_NAMES",
+    "PolicySpec",
+    "get_policy",
+    "module_allowed",
+]

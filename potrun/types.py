@@ -1,0 +1,195 @@
+"""potrun's vocabulary: statuses, limits, results, verdicts and errors.
+
+A leaf module: it imports nothing from the project, so every other module (and the worker that runs
+inside a sandbox) can depend on it.
+
+Error hierarchy::
+
+    PotrunError
+     ├── UsageError            bad options or arguments (CLI exit code 2)
+     ├── InputError            input file unreadable or malformed beyond a single record (exit 2)
+     │    └── BadRecord        one record is malformed: carries its line number and field
+     └── SandboxUnavailable    a backend cannot start (Docker engine missing, image not built, ...)
+
+A program failing is never an exception: it is an ExecResult with a status.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Union
+
+# A value as it crosses the sandbox boundary: plain data only, converted inside the sandbox.
+Value = Union[None, bool, int, float, str, list["Value"]]
+
+
+class Status(str, Enum):
+    """Exactly one per executed program (DESIGN.md, "Contracts")."""
+
+    OK = "ok"
+    NO_ANSWER = "no_answer"
+    SYNTAX_ERROR = "syntax_error"
+    POLICY_VIOLATION = "policy_violation"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    CRASHED = "crashed"
+    SANDBOX_ERROR = "sandbox_error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Entry(str, Enum):
+    """Where the answer is read from, in the order `auto` tries them."""
+
+    AUTO = "auto"
+    SOLUTION = "solution"
+    SOLVER = "solver"
+    ANS = "ans"
+    ANSWER = "answer"
+    RESULT = "result"
+    STDOUT = "stdout"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Isolation(str, Enum):
+    """How much a worker is reset between programs (README, "Isolation levels")."""
+
+    WARM = "warm"  # one long-lived runner per worker, reset between programs; needs the restricted policy
+    FORK = "fork"  # a fresh fork of the pre-imported worker for every program
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-program limits, all enforced by the OS (rlimits, SIGKILL of the process group)."""
+
+    timeout_s: float = 5.0  # wall clock
+    cpu_s: float | None = None  # CPU time; None: same as timeout_s
+    memory_mb: int = 2048  # address space of the program's process
+    output_bytes: int = 1_000_000  # stdout + stderr + the result's encoding
+    max_processes: int = 32  # processes the program may have at once (trusted policy only can fork)
+
+    @property
+    def cpu_limit_s(self) -> float:
+        return self.timeout_s if self.cpu_s is None else self.cpu_s
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "timeout_s": self.timeout_s,
+            "cpu_s": self.cpu_limit_s,
+            "memory_mb": self.memory_mb,
+            "output_bytes": self.output_bytes,
+            "max_processes": self.max_processes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What running one program produced. `value` is plain data (see `Value`)."""
+
+    status: Status
+    value: Value = None
+    value_type: str | None = None  # int, float, bool, str, list; None when there is no value
+    entry: str | None = None  # which entry convention gave the value
+    error_type: str | None = None  # exception type name, or the policy rule that was broken
+    error: str | None = None  # short message
+    line: int | None = None  # program line of the error or violation, when known
+    timeout_kind: str | None = None  # "wall" or "cpu" when status is timeout
+    stdout: str = ""  # the tail of what the program printed (bounded)
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_rss_mb: float | None = None
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict: non-finite floats become the strings NaN, Infinity, -Infinity."""
+        return {
+            "status": self.status.value,
+            "value": json_safe(self.value),
+            "value_type": self.value_type,
+            "entry": self.entry,
+            "error_type": self.error_type,
+            "error": self.error,
+            "line": self.line,
+            "timeout_kind": self.timeout_kind,
+            "wall_s": round(self.wall_s, 6),
+            "cpu_s": round(self.cpu_s, 6),
+            "peak_rss_mb": self.peak_rss_mb,
+            "attempts": self.attempts,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of comparing a value with a gold answer."""
+
+    correct: bool
+    reason: str = ""
+
+
+def json_safe(value: Value) -> Any:
+    """Replace non-finite floats by strings, so that the output is standard JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
+
+
+class PotrunError(Exception):
+    """Base of every error potrun raises on purpose."""
+
+
+class UsageError(PotrunError):
+    """Bad options or arguments."""
+
+
+class InputError(PotrunError):
+    """An input file cannot be read."""
+
+
+@dataclass
+class BadRecord(InputError):
+    """One input record is malformed."""
+
+    line: int
+    message: str
+    field_name: str | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" + (f", field {self.field_name!r}" if self.field_name else "")
+        return f"{where}: {self.message}"
+
+
+class SandboxUnavailable(PotrunError):
+    """A sandbox backend cannot start here; the message says what is missing and how to fix it."""
+
+
+__all__ = [
+    "BadRecord",
+    "Entry",
+    "ExecResult",
+    "InputError",
+    "Isolation",
+    "Limits",
+    "PotrunError",
+    "SandboxUnavailable",
+    "Status",
+    "UsageError",
+    "Value",
+    "Verdict",
+    "json_safe",
+]

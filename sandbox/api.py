@@ -1,0 +1,117 @@
+"""`potrun.Sandbox`: run programs under a policy and OS limits, one or many at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from potrun.policies import get_policy
+from potrun.sandbox.pool import Backend, Pool, default_workers
+from potrun.types import Entry, ExecResult, Isolation, Limits, UsageError
+
+BACKENDS = ("process", "docker")
+
+
+class Sandbox:
+    """A warm pool of sandboxed workers.
+
+    >>> with Sandbox(policy="restricted", workers=2, timeout=5) as box:
+    ...     box.run("def solution():\\n    return 6 * 7").value
+    42
+
+    `isolation`: "warm" (default for the restricted policy: one runner per worker runs many programs,
+    reset between them) or "fork" (a fresh fork of the pre-imported worker per program; always used
+    for the trusted policy, whose programs the policy cannot vouch for).
+    """
+
+    def __init__(
+        self,
+        backend: str = "process",
+        *,
+        policy: str = "restricted",
+        workers: int | None = None,
+        timeout: float = 5.0,
+        cpu_timeout: float | None = None,
+        memory_mb: int = 2048,
+        output_bytes: int = 1_000_000,
+        isolation: str | None = None,
+        entry: str = "auto",
+        hash_seed: int = 0,
+        image: str | None = None,
+    ) -> None:
+        self.policy = get_policy(policy)
+        self.limits = Limits(timeout_s=timeout, cpu_s=cpu_timeout, memory_mb=memory_mb, output_bytes=output_bytes)
+        if timeout <= 0 or memory_mb <= 0 or output_bytes <= 0:
+            raise UsageError("timeout, memory and output limits must be positive")
+        self.isolation = Isolation(isolation) if isolation else (
+            Isolation.WARM if self.policy.restricted else Isolation.FORK
+        )  # fmt: skip
+        if self.isolation is Isolation.WARM and not self.policy.restricted:
+            raise UsageError("warm isolation needs the restricted policy; use isolation='fork' for trusted code")
+        self.entry = Entry(entry)
+        self.workers = workers or default_workers()
+        self.backend_name = backend
+        self._backend = _make_backend(backend, hash_seed=hash_seed, image=image, limits=self.limits)
+        self._pool: Pool | None = None
+
+    # -- life cycle ----------------------------------------------------------------------------------------
+
+    def start(self) -> Sandbox:
+        if self._pool is None:
+            pool = Pool(self._backend, self.workers)
+            pool.start()
+            self._pool = pool
+        return self
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return self.start()._pool.capabilities  # type: ignore[union-attr]
+
+    @property
+    def workers_replaced(self) -> int:
+        return self._pool.replaced if self._pool is not None else 0
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    def request(self, source: str, entry: str | None = None) -> dict[str, Any]:
+        """The wire message for one program (plain data: what the worker receives)."""
+        return {
+            "op": "run",
+            "source": source,
+            "policy": self.policy.name,
+            "entry": str(Entry(entry)) if entry else str(self.entry),
+            "isolation": str(self.isolation),
+            "limits": self.limits.to_wire(),
+        }
+
+    def run(self, source: str, *, entry: str | None = None) -> ExecResult:
+        return next(self.run_many([source], entry=entry))
+
+    def run_many(self, sources: Iterable[str], *, entry: str | None = None) -> Iterator[ExecResult]:
+        """One ExecResult per source, in input order; sources are read lazily."""
+        pool = self.start()._pool
+        assert pool is not None
+        return pool.run_many(self.request(source, entry) for source in sources)
+
+
+def _make_backend(name: str, *, hash_seed: int, image: str | None, limits: Limits) -> Backend:
+    if name == "process":
+        from potrun.sandbox.process import ProcessBackend
+
+        return ProcessBackend(hash_seed=hash_seed)
+    if name == "docker":
+        from potrun.sandbox.docker import DockerBackend
+
+        return DockerBackend(image=image, hash_seed=hash_seed, limits=limits)
+    raise UsageError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")

@@ -1,0 +1,183 @@
+"""OS-level isolation: network namespace, process limits, rlimits, privileges, cleanup.
+
+Everything here is enforced by the kernel, not by the program's cooperation: a program can catch
+exceptions and signals, but not SIGKILL of its process group, an rlimit, a cgroup or a namespace.
+Each mechanism degrades gracefully where the machine does not allow it, and `capabilities()` says
+which are active (`potrun doctor` prints it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import stat
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+SLOT_UID_BASE = 1_800_000_000  # runners drop to SLOT_UID_BASE + slot: one uid per worker
+PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
+FILE_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a program may write to one file
+
+SAFE_ENVIRONMENT = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What this worker could enforce on this machine."""
+
+    network_namespace: bool
+    pids_cgroup: bool
+    drop_privileges: bool
+    subreaper: bool
+
+    def to_dict(self) -> dict[str, bool]:
+        return asdict(self)
+
+
+def unshare_network() -> bool:
+    """Move this process (and its future children) into a new, empty network namespace."""
+    if _libc.unshare(CLONE_NEWNET) == 0:
+        return True
+    # Not root: an unprivileged user namespace may still allow a network namespace.
+    return _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0
+
+
+def set_subreaper() -> bool:
+    """Orphans of programs are re-parented to this process, so none can escape cleanup."""
+    return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def die_with_parent() -> None:
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def python_reachable_by_others() -> bool:
+    """Can an unprivileged uid import the standard library? (Not when Python lives in /root.)"""
+    for path in (Path(sys.prefix), Path(os.__file__).parent):
+        for part in [path, *path.parents]:
+            try:
+                mode = part.stat().st_mode
+            except OSError:
+                return False
+            if not mode & stat.S_IXOTH:
+                return False
+    return True
+
+
+class PidsCgroup:
+    """A cgroup (v1 pids controller) capping the processes of one worker's programs."""
+
+    def __init__(self, name: str, max_processes: int) -> None:
+        self.path = PIDS_CGROUP_ROOT / name
+        self.path.mkdir(exist_ok=True)
+        (self.path / "pids.max").write_text(str(max_processes))
+
+    def enter(self) -> None:
+        (self.path / "cgroup.procs").write_text("0")
+
+    def remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+    @classmethod
+    def try_create(cls, name: str, max_processes: int) -> PidsCgroup | None:
+        if os.geteuid() != 0 or not (PIDS_CGROUP_ROOT / "cgroup.procs").exists():
+            return None
+        try:
+            return cls(name, max_processes)
+        except OSError:
+            return None
+
+
+def enter_runner(*, memory_mb: int, max_processes: int, uid: int | None, keep_fds: tuple[int, ...]) -> None:
+    """In a freshly forked runner: own process group, closed stdin, limits, fewer privileges."""
+    os.setsid()
+    die_with_parent()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    _close_fds_except({0, 1, 2, *keep_fds})
+    os.environ.clear()
+    os.environ.update(SAFE_ENVIRONMENT)
+    limit_bytes = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    if os.geteuid() != 0:  # RLIMIT_NPROC is ignored for root; the pids cgroup covers that case
+        resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
+
+
+def set_cpu_limit(seconds: float) -> None:
+    """Allow `seconds` more CPU time from now: SIGXCPU at the soft limit, SIGKILL one second later."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = usage.ru_utime + usage.ru_stime
+    soft = int(used + seconds) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL a runner's whole process group; it cannot be caught or ignored."""
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stray_children(keep: set[int]) -> list[int]:
+    """Children of this (subreaper) process other than `keep`: orphans a program left behind."""
+    pid = os.getpid()
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in text.split() if int(child) not in keep]
+
+
+def kill_strays(keep: set[int]) -> None:
+    """Kill and reap every orphan re-parented to us, and their groups, until none is left."""
+    for _ in range(100):
+        strays = stray_children(keep)
+        if not strays:
+            break
+        for pid in strays:
+            kill_group(pid)
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    high = 0
+    for fd in sorted(keep):
+        if fd > high:
+            os.closerange(high, fd)
+        high = fd + 1
+    os.closerange(high, 4096)

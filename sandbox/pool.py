@@ -1,0 +1,241 @@
+"""The parent's side of the sandbox: a pool of workers behind a tiny backend interface.
+
+A backend only knows how to start a worker and give back a `WorkerConnection` (two byte streams and a
+way to kill it): a local process (`process.py`) or a long-lived container (`docker.py`). The pool does
+the rest, the same for every backend: it streams requests to the workers, a few ahead so that no worker
+waits for a round trip, yields results in input order, and watches each worker from outside. A worker
+that dies, breaks the protocol or stops answering is killed and replaced; its programs are retried
+once, then reported as `sandbox_error`. The run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from potrun.sandbox.protocol import FrameReader, ProtocolError, decode, encode
+from potrun.types import ExecResult, SandboxUnavailable, Status
+
+PIPELINE_DEPTH = 16  # requests in flight per worker
+MAX_AHEAD = 20_000  # results held for in-order delivery behind one slow program
+WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
+START_TIMEOUT_S = 60.0
+MAX_ATTEMPTS = 2
+
+
+class WorkerConnection(Protocol):
+    """One running worker, as a backend provides it."""
+
+    def read_fd(self) -> int: ...
+    def write_fd(self) -> int: ...
+    def read(self) -> bytes: ...  # what is available now; b"" at end of stream
+    def write(self, data: bytes) -> int: ...  # non-blocking; bytes taken
+    def kill(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def start_worker(self, slot: int) -> WorkerConnection: ...
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class Job:
+    index: int
+    message: dict[str, Any]
+    attempts: int = 0
+
+
+@dataclass(eq=False)
+class Slot:
+    """A worker and the jobs sent to it, oldest first."""
+
+    number: int
+    conn: WorkerConnection
+    reader: FrameReader = field(default_factory=FrameReader)
+    inflight: deque[Job] = field(default_factory=deque)
+    outbox: bytearray = field(default_factory=bytearray)
+    progress: float = field(default_factory=time.monotonic)
+    hello: dict[str, Any] = field(default_factory=dict)
+
+    def deadline(self) -> float:
+        head = self.inflight[0].message["limits"]["timeout_s"]
+        return self.progress + head + WATCHDOG_GRACE_S
+
+
+class Pool:
+    def __init__(self, backend: Backend, size: int) -> None:
+        if size < 1:
+            raise ValueError("a pool needs at least one worker")
+        self.backend = backend
+        self.size = size
+        self.slots: list[Slot] = []
+        self.replaced = 0
+
+    # -- life cycle ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        conns = [self.backend.start_worker(n) for n in range(self.size)]
+        self.slots = [Slot(n, conn) for n, conn in enumerate(conns)]
+        for slot in self.slots:
+            self._await_hello(slot)
+
+    def close(self) -> None:
+        for slot in self.slots:
+            try:
+                slot.conn.write(encode({"op": "exit"}))
+            except OSError:
+                pass
+            slot.conn.kill()
+        self.slots = []
+        self.backend.close()
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return self.slots[0].hello.get("capabilities", {}) if self.slots else {}
+
+    def _await_hello(self, slot: Slot) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([slot.conn.read_fd()], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            data = slot.conn.read()
+            if not data:
+                break
+            for body in slot.reader.feed(data):
+                message = decode(body)
+                if message.get("op") == "hello":
+                    slot.hello = message
+                    return
+        slot.conn.kill()
+        raise SandboxUnavailable(f"{self.backend.name} worker {slot.number} did not start")
+
+    def _replace(self, slot: Slot) -> None:
+        slot.conn.kill()
+        self.replaced += 1
+        fresh = Slot(slot.number, self.backend.start_worker(slot.number))
+        self._await_hello(fresh)
+        self.slots[self.slots.index(slot)] = fresh
+
+    # -- running ---------------------------------------------------------------------------------------
+
+    def run_many(self, messages: Iterable[dict[str, Any]]) -> Iterator[ExecResult]:
+        """Run each request message; yield one ExecResult per message, in input order."""
+        source = enumerate(messages)
+        exhausted = False
+        retry: deque[Job] = deque()
+        done: dict[int, ExecResult] = {}
+        next_index = 0
+        issued = 0
+        while True:
+            while retry or (not exhausted and issued - next_index < MAX_AHEAD):
+                slot = min(self.slots, key=lambda s: len(s.inflight))
+                if len(slot.inflight) >= PIPELINE_DEPTH:
+                    break
+                if retry:
+                    job = retry.popleft()
+                else:
+                    item = next(source, None)
+                    if item is None:
+                        exhausted = True
+                        break
+                    job = Job(item[0], item[1])
+                    issued += 1
+                self._send(slot, job)
+            if not any(s.inflight for s in self.slots):
+                if exhausted and not retry:
+                    return
+                continue
+            self._step(done, retry)
+            while next_index in done:
+                yield done.pop(next_index)
+                next_index += 1
+
+    def _send(self, slot: Slot, job: Job) -> None:
+        job.attempts += 1
+        message = dict(job.message, id=job.index)
+        if not slot.inflight:
+            slot.progress = time.monotonic()
+        slot.inflight.append(job)
+        slot.outbox += encode(message)
+
+    def _step(self, done: dict[int, ExecResult], retry: deque[Job]) -> None:
+        """One wait for I/O: send what is queued, take what arrived, replace lost workers."""
+        busy = [s for s in self.slots if s.inflight]
+        readers = {s.conn.read_fd(): s for s in busy}
+        writers = {s.conn.write_fd(): s for s in busy if s.outbox}
+        timeout = max(0.0, min(s.deadline() for s in busy) - time.monotonic())
+        readable, writable, _ = select.select(list(readers), list(writers), [], timeout)
+        for fd in writable:
+            slot = writers[fd]
+            try:
+                taken = slot.conn.write(bytes(slot.outbox))
+                del slot.outbox[:taken]
+            except OSError:
+                self._lose(slot, done, retry, "the worker's input closed")
+        for fd in readable:
+            slot = readers[fd]
+            if slot in self.slots:
+                self._receive(slot, done, retry)
+        now = time.monotonic()
+        for slot in list(self.slots):
+            if slot.inflight and now > slot.deadline():
+                self._lose(slot, done, retry, "the worker stopped answering")
+
+    def _receive(self, slot: Slot, done: dict[int, ExecResult], retry: deque[Job]) -> None:
+        try:
+            data = slot.conn.read()
+        except OSError:
+            data = b""
+        if not data:
+            self._lose(slot, done, retry, "the worker exited")
+            return
+        try:
+            for body in slot.reader.feed(data):
+                message = decode(body)
+                job = slot.inflight.popleft()
+                if message.get("id") != job.index:
+                    raise ProtocolError(f"answer for {message.get('id')} where {job.index} was due")
+                done[job.index] = result_from_message(message, job.attempts)
+                slot.progress = time.monotonic()
+        except (ProtocolError, IndexError, KeyError, ValueError) as exc:
+            self._lose(slot, done, retry, f"the worker broke the protocol ({exc})")
+
+    def _lose(self, slot: Slot, done: dict[int, ExecResult], retry: deque[Job], why: str) -> None:
+        """Replace a worker; retry its programs once, then report them as sandbox errors."""
+        jobs = list(slot.inflight)
+        slot.inflight.clear()
+        for job in jobs:
+            if job.attempts < MAX_ATTEMPTS:
+                retry.append(job)
+            else:
+                done[job.index] = ExecResult(Status.SANDBOX_ERROR, error=why, error_type="WorkerLost",
+                                             attempts=job.attempts)  # fmt: skip
+        self._replace(slot)
+
+
+_RESULT_FIELDS = ("value", "value_type", "entry", "error_type", "error", "line", "timeout_kind", "stdout")
+
+
+def result_from_message(message: dict[str, Any], attempts: int = 1) -> ExecResult:
+    """Build an ExecResult from a worker's answer; only plain data ever arrives here."""
+    fields = {name: message.get(name) for name in _RESULT_FIELDS}
+    fields["stdout"] = fields["stdout"] or ""
+    return ExecResult(
+        status=Status(message["status"]),
+        wall_s=float(message.get("wall_s") or 0.0),
+        cpu_s=float(message.get("cpu_s") or 0.0),
+        attempts=attempts,
+        **fields,
+    )
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

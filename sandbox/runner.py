@@ -1,0 +1,351 @@
+"""The runner: the process that executes programs, one at a time, under the worker's watch.
+
+A runner is forked from the worker (which has numpy and the allowlist already imported), enters its
+limits (`isolation.enter_runner`) and runs either one program (fork isolation) or many, resetting what a
+program may change between them (warm isolation, restricted policy only). It answers with plain data:
+the value is converted here, under the program's own limits, and never leaves as an object.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import types
+from collections import OrderedDict
+from typing import Any, Callable
+
+from potrun.policies import PolicySpec
+from potrun.policies.restricted import (
+    FILENAME,
+    PROGRAM_MODULE,
+    Guards,
+    PolicyViolation,
+    compile_checked_program,
+    compile_restricted_program,
+    suspicious_names,
+)
+from potrun.sandbox import isolation, values
+
+ERROR_LIMIT = 500  # characters of an error message
+STDOUT_TAIL = 1000  # characters of printed output kept with the result
+ENTRY_FUNCTIONS = ("solution", "solver")
+ENTRY_VARIABLES = ("ans", "answer", "result")
+COMPILE_CACHE_SIZE = 4096
+
+
+class OutputLimitExceeded(BaseException):
+    """Raised inside the program when it prints past its output limit (BaseException: not an error)."""
+
+
+class OutputSink:
+    """Where the program's stdout and stderr go: counted, capped, only the tail kept."""
+
+    __slots__ = ("limit", "size", "tail", "exceeded", "on_overflow")
+
+    def __init__(self, limit: int, on_overflow: Callable[[], None]) -> None:
+        self.limit = limit
+        self.size = 0
+        self.tail = ""
+        self.exceeded = False
+        self.on_overflow = on_overflow
+
+    def write(self, text: Any) -> int:
+        text = text if type(text) is str else str(text)
+        self.size += len(text)
+        if self.size > self.limit:
+            self.exceeded = True
+            self.on_overflow()
+            raise OutputLimitExceeded()
+        self.tail = (self.tail + text)[-STDOUT_TAIL:]
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def last_line(self) -> str | None:
+        lines = [line for line in self.tail.splitlines() if line.strip()]
+        return lines[-1].strip() if lines else None
+
+
+class _Printer:
+    """RestrictedPython's print target: `print(...)` becomes `_print._call_print(...)`."""
+
+    __slots__ = ("sink",)
+
+    def __init__(self, sink: OutputSink) -> None:
+        self.sink = sink
+
+    def _call_print(self, *objects: Any, sep: str | None = " ", end: str | None = "\n", **_: Any) -> None:
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        self.sink.write(sep.join(map(str, objects)) + end)
+
+    def __call__(self) -> str:  # the `printed` name
+        return self.sink.tail
+
+
+class Runner:
+    """Executes programs under one policy; one instance per runner process."""
+
+    def __init__(self, policy: PolicySpec, send: Callable[[dict[str, Any], bool], None], scratch: str) -> None:
+        self.policy = policy
+        self.send = send
+        self.guards = Guards(policy) if policy.restricted else None
+        self._compiled: OrderedDict[str, tuple[types.CodeType, bool]] = OrderedDict()
+        self._suspicious = suspicious_names(policy.allowed_modules) if policy.restricted else frozenset()
+        self._threads = threading.active_count()
+        self._scratch_base = scratch
+        self._current: dict[str, Any] | None = None
+        self._sink: OutputSink | None = None
+
+    # -- one program ---------------------------------------------------------------------------------
+
+    def run(self, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Run one program; return its result and whether this runner must be replaced."""
+        self._current = request
+        limits = request["limits"]
+        isolation.set_cpu_limit(limits["cpu_s"])
+        # A restricted program cannot touch files, so a warm runner's one scratch directory stays
+        # empty; a trusted program gets a fresh directory of its own (and a fresh fork).
+        scratch = tempfile.mkdtemp(dir=self._scratch_base) if self.guards is None else self._scratch_base
+        os.chdir(scratch)
+        sink = self._sink = OutputSink(limits["output_bytes"], self._overflow)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = sink  # type: ignore[assignment]
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        try:
+            result, recycle = self._execute(request, sink)
+        finally:
+            sys.stdout, sys.stderr = saved
+            if scratch != self._scratch_base:
+                os.chdir(self._scratch_base)
+                _remove_scratch(scratch)
+        result["id"] = request.get("id")
+        result["wall_s"] = time.perf_counter() - wall0
+        result["cpu_s"] = time.process_time() - cpu0
+        if sink.tail:
+            result["stdout"] = sink.tail
+        return result, recycle or not self._pristine()
+
+    def _execute(self, request: dict[str, Any], sink: OutputSink) -> tuple[dict[str, Any], bool]:
+        guards = self.guards
+        if guards is not None:
+            guards.begin()
+        try:
+            code, transformed = self._compile(request["source"])
+            namespace = self._namespace(sink, transformed)
+            _reset_shared_state(request["source"])
+            exec(code, namespace)
+            value, entry = _read_entry(namespace, request.get("entry", "auto"), sink)
+            result = _value_result(value, entry, request["limits"]["output_bytes"])
+        except SyntaxError as exc:
+            return {"status": "syntax_error", "error_type": type(exc).__name__,
+                    "error": _bounded(exc.msg), "line": exc.lineno}, False  # fmt: skip
+        except PolicyViolation as exc:
+            return _violation_result(exc), False
+        except OutputLimitExceeded:
+            return _output_limit_result(sink), True
+        except MemoryError:
+            return {"status": "memory_limit", "error_type": "MemoryError",
+                    "error": "the program ran out of its memory limit"}, True  # fmt: skip
+        except BaseException as exc:  # the program's own failure, whatever it raised
+            result = _error_result(exc)
+        if sink.exceeded:
+            return _output_limit_result(sink), True
+        if guards is not None and guards.violations:
+            return _violation_result(guards.violations[0]), False
+        return result, False
+
+    def _compile(self, source: str) -> tuple[types.CodeType, bool]:
+        """The code object, and whether it went through RestrictedPython's transform."""
+        cached = self._compiled.get(source)
+        if cached is None:
+            if not self.policy.restricted:
+                cached = compile(source, FILENAME, "exec"), False
+            else:
+                code = compile_checked_program(source, self._suspicious)
+                cached = (code, False) if code is not None else (compile_restricted_program(source), True)
+            self._compiled[source] = cached
+            if len(self._compiled) > COMPILE_CACHE_SIZE:
+                self._compiled.popitem(last=False)
+        return cached
+
+    def _namespace(self, sink: OutputSink, transformed: bool) -> dict[str, Any]:
+        if self.guards is None:
+            return {"__name__": "__main__", "__builtins__": builtins}
+        if not transformed:
+            return {"__name__": PROGRAM_MODULE, "__builtins__": self.guards.builtins}
+        printer = _Printer(sink)
+        return self.guards.new_globals(lambda _getattr=None: printer)
+
+    def _overflow(self) -> None:
+        """Past the output limit: answer now and leave, so a program that catches it cannot go on."""
+        if self._sink is not None and self._current is not None:
+            result = _output_limit_result(self._sink)
+            result["id"] = self._current.get("id")
+            self.send(result, True)
+            os._exit(0)
+
+    def _pristine(self) -> bool:
+        """Nothing a program started may outlive it: no thread, no child process."""
+        if threading.active_count() != self._threads:
+            return False
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        return False
+
+
+# -- answers ---------------------------------------------------------------------------------------
+
+
+def _read_entry(namespace: dict[str, Any], entry: str, sink: OutputSink) -> tuple[Any, str | None]:
+    """Find the answer the way the program was asked to give it; say which convention gave it."""
+    if entry == "auto":
+        for name in ENTRY_FUNCTIONS:
+            if callable(namespace.get(name)):
+                return namespace[name](), name
+        for name in ENTRY_VARIABLES:
+            if name in namespace:
+                return namespace[name], name
+        line = sink.last_line()
+        return (_parse_printed(line), "stdout") if line is not None else (None, None)
+    if entry in ENTRY_FUNCTIONS:
+        function = namespace.get(entry)
+        return (function(), entry) if callable(function) else (None, None)
+    if entry == "stdout":
+        line = sink.last_line()
+        return (_parse_printed(line), "stdout") if line is not None else (None, None)
+    return namespace.get(entry), entry if entry in namespace else None
+
+
+def _parse_printed(line: str) -> Any:
+    """A printed number becomes a number; anything else stays text for the comparator."""
+    text = line.strip()
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _value_result(value: Any, entry: str | None, output_limit: int) -> dict[str, Any]:
+    if value is None:
+        message = "no answer: no solution()/solver(), ans/answer/result or printed line" if entry is None \
+            else f"{entry} gave None"  # fmt: skip
+        return {"status": "no_answer", "entry": entry, "error": message}
+    try:
+        plain = values.to_plain(value)
+    except values.TooLarge as exc:
+        return {"status": "output_limit", "entry": entry, "error_type": "TooLarge", "error": str(exc)}
+    except values.Unconvertible as exc:
+        return {"status": "no_answer", "entry": entry, "error_type": "Unconvertible", "error": str(exc)}
+    if type(plain) is str and len(plain) > output_limit:
+        return {"status": "output_limit", "entry": entry, "error_type": "TooLarge",
+                "error": f"answer string of {len(plain)} characters"}  # fmt: skip
+    return {"status": "ok", "entry": entry, "value": plain, "value_type": values.value_type(plain)}
+
+
+def _error_result(exc: BaseException) -> dict[str, Any]:
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<unprintable message>"
+    return {"status": "error", "error_type": type(exc).__name__, "error": _bounded(message),
+            "line": _program_line(exc)}  # fmt: skip
+
+
+def _violation_result(exc: PolicyViolation) -> dict[str, Any]:
+    return {"status": "policy_violation", "error_type": exc.rule, "error": _bounded(exc.message),
+            "line": exc.line}  # fmt: skip
+
+
+def _output_limit_result(sink: OutputSink) -> dict[str, Any]:
+    return {"status": "output_limit", "error_type": "OutputLimit",
+            "error": f"printed more than {sink.limit} characters"}  # fmt: skip
+
+
+def _program_line(exc: BaseException) -> int | None:
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= ERROR_LIMIT else text[: ERROR_LIMIT - 3] + "..."
+
+
+# -- state a program may change ---------------------------------------------------------------------
+
+
+def _reset_shared_state(source: str) -> None:
+    """Same seeds and contexts for every program, so results do not depend on the one before."""
+    if "random" in source:
+        import random
+
+        random.seed(0)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed(0)
+    if "decimal" in source or "Decimal" in source:
+        import decimal
+
+        decimal.setcontext(decimal.Context())
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and ("seterr" in source or "printoptions" in source):
+        numpy.seterr(all="warn", under="ignore")
+        numpy.set_printoptions()
+
+
+def _remove_scratch(path: str) -> None:
+    try:
+        os.rmdir(path)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# -- trusted runners: guard the machinery, not the program --------------------------------------------
+
+
+def install_trusted_guard(network_isolated: bool) -> None:
+    """An audit hook for trusted programs: no signals outside the program's group, no dlopen, and no
+    sockets when there is no network namespace. Extra to the OS limits, never instead of them."""
+    own_group = os.getpgid(0)
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in ("os.kill", "os.killpg"):
+            target = args[0]
+            group = target if event == "os.killpg" else _group_of(target)
+            if group != own_group:
+                raise PermissionError(f"signals outside the program's process group are refused ({event})")
+        elif event == "ctypes.dlopen":
+            raise PermissionError("loading native libraries is refused")
+        elif not network_isolated and event in ("socket.connect", "socket.bind", "socket.sendto"):
+            raise PermissionError("network access is refused")
+
+    sys.addaudithook(hook)
+
+
+def _group_of(pid: int) -> int | None:
+    if pid == 0:
+        return os.getpgid(0)
+    if pid < 0:
+        return -pid if pid != -1 else None
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+__all__ = ["Runner", "install_trusted_guard", "PROGRAM_MODULE"]
