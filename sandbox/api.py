@@ -100,9 +100,13 @@ class Sandbox:
 
     def run_many(self, sources: Iterable[str], *, entry: str | None = None) -> Iterator[ExecResult]:
         """One ExecResult per source, in input order; sources are read lazily."""
+        return self.run_requests(self.request(source, entry) for source in sources)  # type: ignore[return-value]
+
+    def run_requests(self, requests: Iterable[dict[str, Any] | None]) -> Iterator[ExecResult | None]:
+        """Like run_many, for prepared request messages; a None request yields None in its place."""
         pool = self.start()._pool
         assert pool is not None
-        return pool.run_many(self.request(source, entry) for source in sources)
+        return pool.run_many(requests)
 
 
 def _make_backend(name: str, *, hash_seed: int, image: str | None, limits: Limits) -> Backend:

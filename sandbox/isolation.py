@@ -133,11 +133,18 @@ def enter_runner(*, memory_mb: int, max_processes: int, uid: int | None, keep_fd
 
 
 def set_cpu_limit(seconds: float) -> None:
-    """Allow `seconds` more CPU time from now: SIGXCPU at the soft limit, SIGKILL one second later."""
+    """Allow `seconds` more CPU time from now: SIGXCPU (which kills) at the soft limit.
+
+    Only the soft limit moves: a warm runner sets it again for every program, and a process that is
+    not root may lower its hard limit but never raise it back. The worker's wall-clock SIGKILL is the
+    backstop for a program that catches SIGXCPU (only a trusted program can)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     used = usage.ru_utime + usage.ru_stime
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     soft = int(used + seconds) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 def kill_group(pid: int) -> None:

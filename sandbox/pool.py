@@ -126,12 +126,15 @@ class Pool:
 
     # -- running ---------------------------------------------------------------------------------------
 
-    def run_many(self, messages: Iterable[dict[str, Any]]) -> Iterator[ExecResult]:
-        """Run each request message; yield one ExecResult per message, in input order."""
+    def run_many(self, messages: Iterable[dict[str, Any] | None]) -> Iterator[ExecResult | None]:
+        """Run each request message; yield one ExecResult per message, in input order.
+
+        A None message runs nothing and yields None in its place (a record with nothing to execute
+        keeps its place in the stream)."""
         source = enumerate(messages)
         exhausted = False
         retry: deque[Job] = deque()
-        done: dict[int, ExecResult] = {}
+        done: dict[int, ExecResult | None] = {}
         next_index = 0
         issued = 0
         while True:
@@ -140,20 +143,21 @@ class Pool:
                 if len(slot.inflight) >= PIPELINE_DEPTH:
                     break
                 if retry:
-                    job = retry.popleft()
+                    self._send(slot, retry.popleft())
+                    continue
+                item = next(source, None)
+                if item is None:
+                    exhausted = True
+                    break
+                issued += 1
+                if item[1] is None:
+                    done[item[0]] = None
                 else:
-                    item = next(source, None)
-                    if item is None:
-                        exhausted = True
-                        break
-                    job = Job(item[0], item[1])
-                    issued += 1
-                self._send(slot, job)
-            if not any(s.inflight for s in self.slots):
-                if exhausted and not retry:
-                    return
-                continue
-            self._step(done, retry)
+                    self._send(slot, Job(item[0], item[1]))
+            if any(s.inflight for s in self.slots):
+                self._step(done, retry)
+            elif exhausted and not retry and next_index not in done:
+                return
             while next_index in done:
                 yield done.pop(next_index)
                 next_index += 1

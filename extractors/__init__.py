@@ -1,0 +1,51 @@
+"""Extraction of programs and final answers from raw model output, and number parsing.
+
+Pure functions: no I/O, no timeouts, no processes; linear time on any input.
+
+    extract_program(text) -> ExtractedProgram   the program to run (extractors/code.py)
+    extract_answer(text)  -> ExtractedAnswer    a chain-of-thought final answer (extractors/answer.py)
+    parse_number(text)    -> ParsedNumber|None  one number with its unit, scale, percent (numbers.py)
+    classify_output(text) -> "pot" | "cot"      for --mode auto
+"""
+
+from .answer import (
+    ANSWER_HOWS,
+    HOW_ANSWER_COLON,
+    HOW_ANSWER_IS,
+    HOW_BOXED,
+    HOW_CHOICE,
+    HOW_FINAL_ANSWER,
+    HOW_HASHES,
+    HOW_LAST_NUMBER,
+    HOW_LITERAL,
+    HOW_NO_ANSWER,
+    HOW_WHOLE,
+    ExtractedAnswer,
+    extract_answer,
+)
+from .code import (
+    HOW_BARE,
+    HOW_FENCE,
+    HOW_FENCE_ENTRY,
+    HOW_FENCE_MERGED,
+    HOW_NONE,
+    HOW_REPAIRED_HEADER,
+    HOW_REPAIRED_INDENT,
+    HOW_TRUNCATED,
+    HOW_UNFENCED,
+    PROGRAM_HOWS,
+    ExtractedProgram,
+    classify_output,
+    extract_program,
+)
+from .numbers import ParsedNumber, find_numbers, last_number, parse_number
+
+__all__ = [
+    "extract_program", "ExtractedProgram", "extract_answer", "ExtractedAnswer",
+    "parse_number", "ParsedNumber", "find_numbers", "last_number", "classify_output",
+    "PROGRAM_HOWS", "ANSWER_HOWS",
+    "HOW_BARE", "HOW_FENCE", "HOW_FENCE_ENTRY", "HOW_FENCE_MERGED", "HOW_UNFENCED",
+    "HOW_REPAIRED_HEADER", "HOW_REPAIRED_INDENT", "HOW_TRUNCATED", "HOW_NONE",
+    "HOW_WHOLE", "HOW_BOXED", "HOW_FINAL_ANSWER", "HOW_ANSWER_IS", "HOW_HASHES",
+    "HOW_ANSWER_COLON", "HOW_LITERAL", "HOW_CHOICE", "HOW_LAST_NUMBER", "HOW_NO_ANSWER",
+]

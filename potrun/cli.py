@@ -1,0 +1,231 @@
+"""The `potrun` command. It only calls the public API; exit codes: 0 done, 1 below --fail-under
+(or validation errors), 2 bad usage or unreadable input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from potrun.types import PotrunError, UsageError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.handler(args))
+    except PotrunError as exc:
+        print(f"potrun: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("potrun: interrupted", file=sys.stderr)
+        return 130
+
+
+# -- commands ------------------------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from potrun.pipeline import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, CheckOptions, check_records, load_golds
+    from potrun.records import count_records, read_records
+    from potrun.report import Progress, Summary, render
+
+    options = CheckOptions(
+        code_fields=_fields(args.code_field, CODE_FIELDS),
+        gold_fields=_fields(args.gold_field, GOLD_FIELDS),
+        id_fields=_fields(args.id_field, ID_FIELDS),
+        mode=args.mode,
+        presets=tuple(p.strip() for p in args.compare.split(",") if p.strip()),
+        compare_options=_compare_options(args),
+        ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
+        strict=args.strict,
+    )
+    _check_presets(options.presets)
+    golds = load_golds(args.gold, options.id_fields, options.gold_fields) if args.gold else None
+    records = read_records(args.preds)
+    sandbox = _sandbox(args)
+    summary = Summary(options.presets, settings=_settings(args, sandbox))
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    try:
+        with sandbox, Progress(count_records(args.preds), enabled=not args.quiet) as progress:
+            for result in check_records(records, sandbox, options, golds):
+                summary.add(result)
+                progress.advance()
+                if out is not None:
+                    out.write(json.dumps(result.to_json()) + "\n")
+                    out.flush()
+    finally:
+        if out is not None:
+            out.close()
+    summary.finish()
+    if not args.quiet:
+        render(summary)
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    if args.fail_under is not None and summary.accuracy() < args.fail_under:
+        print(f"potrun: accuracy {summary.accuracy():.4f} is below --fail-under {args.fail_under}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        source = Path(args.program).read_text(encoding="utf-8") if args.program != "-" else sys.stdin.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.program}: {exc.strerror}") from None
+    with _sandbox(args, workers=1) as sandbox:
+        result = sandbox.run(source)
+    print(json.dumps(result.to_json()))
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from potrun.doctor import diagnose
+
+    for line in diagnose(backend=args.backend):
+        print(line)
+    return EXIT_OK
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from potrun.bench import run_bench
+
+    report = run_bench(args.corpus, sandbox_factory=lambda: _sandbox(args), limit=args.limit,
+                       code_fields=_fields(args.code_field, ("code", "output", "generated", "prediction")))  # fmt: skip
+    print(json.dumps(report, indent=2))
+    return EXIT_OK
+
+
+# -- shared option groups ---------------------------------------------------------------------------------
+
+
+def _sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:
+    from potrun.sandbox.api import Sandbox
+
+    return Sandbox(
+        backend=args.backend,
+        policy=args.policy,
+        workers=workers or args.workers,
+        timeout=args.timeout,
+        cpu_timeout=args.cpu_timeout,
+        memory_mb=args.memory,
+        isolation=args.isolation,
+        entry=args.entry,
+        image=args.image,
+    )
+
+
+def _settings(args: argparse.Namespace, sandbox: Any) -> dict[str, Any]:
+    return {"policy": sandbox.policy.name, "backend": sandbox.backend_name, "isolation": str(sandbox.isolation),
+            "workers": sandbox.workers, "timeout_s": args.timeout, "mode": args.mode}  # fmt: skip
+
+
+def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if args.abs:
+        options["abs_value"] = True
+    if args.percent:
+        options["percent"] = True
+    if args.scale:
+        options["scale"] = True
+    if args.rel_tol is not None:
+        options["rel_tol"] = args.rel_tol
+    return options
+
+
+def _check_presets(presets: Sequence[str]) -> None:
+    from potrun.compare import PRESETS
+
+    unknown = [p for p in presets if p not in PRESETS]
+    if unknown:
+        raise UsageError(f"unknown comparator preset {', '.join(unknown)}; known: {', '.join(PRESETS)}")
+
+
+def _fields(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f.strip() for f in value.split(",") if f.strip()) if value else default
+
+
+def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sandbox")
+    group.add_argument("--backend", default="process", choices=("process", "docker"))
+    group.add_argument("--image", default=None, help="sandbox image for --backend docker")
+    group.add_argument("--policy", default="restricted", choices=("restricted", "trusted"))
+    group.add_argument("--isolation", default=None, choices=("warm", "fork"),
+                       help="warm (default for restricted) or fork (always for trusted)")
+    group.add_argument("--workers", type=_positive_int, default=None, help="default: the machine's cores")
+    group.add_argument("--timeout", type=_positive_float, default=5.0, help="wall-clock seconds per program")
+    group.add_argument("--cpu-timeout", type=_positive_float, default=None, help="CPU seconds (default: --timeout)")
+    group.add_argument("--memory", type=_positive_int, default=2048, help="MB of address space per program")
+    group.add_argument("--entry", default="auto",
+                       choices=("auto", "solution", "solver", "ans", "answer", "result", "stdout"))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="potrun", description="Sandboxed program-of-thought execution.")
+    commands = parser.add_subparsers(title="commands")
+
+    check = commands.add_parser("check", help="extract, execute and score a file of model outputs")
+    check.add_argument("preds", help="JSON Lines (or a JSON array) of records")
+    check.add_argument("--code-field", help="field(s) with the model output, comma-separated "
+                                            "(default: code,output,generated,prediction)")  # fmt: skip
+    check.add_argument("--gold-field", help="field(s) with the gold answer (default: answer,ground_truth,gold)")
+    check.add_argument("--id-field", help="field(s) with the record id (default: id,qid,uid,question_id,idx)")
+    check.add_argument("--gold", help="a separate file of golds, joined on the id field")
+    check.add_argument("--mode", default="pot", choices=("pot", "cot", "auto"))
+    check.add_argument("--compare", default="default", help="comparator preset(s), comma-separated")
+    check.add_argument("--abs", action="store_true", help="compare absolute values (PoT's SVAMP runner)")
+    check.add_argument("--percent", action="store_true", help="accept 0.25 for 25 (and 25 for 0.25)")
+    check.add_argument("--scale", action="store_true", help="apply scale words (3.5 million = 3500000)")
+    check.add_argument("--rel-tol", type=float, default=None, help="relative tolerance of the comparator")
+    check.add_argument("--k", default=None, help="k values for pass@k, comma-separated (several samples)")
+    check.add_argument("--out", help="write one JSON line per record here")
+    check.add_argument("--summary-json", help="write the summary here")
+    check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
+    check.add_argument("--strict", action="store_true", help="stop at the first bad record (exit 2)")
+    check.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    _add_sandbox_options(check)
+    check.set_defaults(handler=cmd_check)
+
+    run = commands.add_parser("run", help="run one program file and print its result as JSON")
+    run.add_argument("program", help="a Python file, or - for standard input")
+    _add_sandbox_options(run)
+    run.set_defaults(handler=cmd_run)
+
+    doctor = commands.add_parser("doctor", help="say which isolation mechanisms work on this machine")
+    doctor.add_argument("--backend", default="process", choices=("process", "docker"))
+    doctor.set_defaults(handler=cmd_doctor)
+
+    bench = commands.add_parser("bench", help="throughput of potrun beside in-process exec on a corpus")
+    bench.add_argument("corpus", help="JSON Lines of records with programs (as for check)")
+    bench.add_argument("--code-field", default=None)
+    bench.add_argument("--limit", type=_positive_int, default=None, help="use at most this many programs")
+    _add_sandbox_options(bench)
+    bench.set_defaults(handler=cmd_bench)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

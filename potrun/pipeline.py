@@ -1,0 +1,293 @@
+"""`potrun check` as a library: records in, one scored result per record out, in input order.
+
+    record --map fields--> samples --extract--> program | answer --sandbox--> value --compare--> verdict
+
+Records stream through: nothing is loaded whole, and results come back in input order while the
+sandbox works ahead. Every input line gets exactly one result: scored, skipped (no program field) or
+bad_record (with its line and field).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from potrun.compare import compare
+from potrun.extractors import classify_output, extract_answer, extract_program
+from potrun.records import Record, first_present, read_records
+from potrun.sandbox.api import Sandbox
+from potrun.scoring import majority_vote, pass_at_k
+from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
+
+CODE_FIELDS = ("code", "output", "generated", "prediction")
+GOLD_FIELDS = ("answer", "ground_truth", "gold")
+ID_FIELDS = ("id", "qid", "uid", "question_id", "idx")
+MODES = ("pot", "cot", "auto")
+SKIPPED = "skipped"
+BAD_RECORD = "bad_record"
+NO_PROGRAM = "no_program"
+TRUNCATED = "truncated"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """How to read records and score them (the `potrun check` options, as data)."""
+
+    code_fields: tuple[str, ...] = CODE_FIELDS
+    gold_fields: tuple[str, ...] = GOLD_FIELDS
+    id_fields: tuple[str, ...] = ID_FIELDS
+    mode: str = "pot"
+    presets: tuple[str, ...] = ("default",)
+    compare_options: Mapping[str, Any] = field(default_factory=dict)
+    ks: tuple[int, ...] = (1,)
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UsageError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        if not self.presets:
+            raise UsageError("at least one comparator preset is needed")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One model output of a record, after extraction: a program to run, or an answer to compare."""
+
+    mode: str  # pot or cot
+    how: str  # the extraction rule that fired
+    source: str | None = None  # the program (pot)
+    answer: Value = None  # the extracted answer text (cot)
+    failure: str | None = None  # no_program / truncated when nothing could be run
+
+
+@dataclass(slots=True)
+class Prepared:
+    line: int
+    id: Any
+    gold: Any = None
+    has_gold: bool = False
+    samples: list[Sample] = field(default_factory=list)
+    outcome: str | None = None  # skipped / bad_record: nothing to run
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordResult:
+    """The verdict on one input record; `to_json()` is one line of `--out`."""
+
+    line: int
+    id: Any
+    status: str
+    value: Value = None
+    value_type: str | None = None
+    gold: Any = None
+    correct: bool | None = None
+    verdicts: Mapping[str, bool] | None = None
+    entry: str | None = None
+    mode: str | None = None
+    extraction: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    error_line: int | None = None
+    timeout_kind: str | None = None
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    samples: Mapping[str, Any] | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.status not in (SKIPPED, BAD_RECORD)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "line": self.line, "id": self.id, "status": self.status, "value": json_safe(self.value),
+            "value_type": self.value_type, "gold": self.gold, "correct": self.correct,
+            "entry": self.entry, "mode": self.mode, "extraction": self.extraction,
+            "error_type": self.error_type, "error": self.error, "error_line": self.error_line,
+            "timeout_kind": self.timeout_kind, "wall_s": round(self.wall_s, 6), "cpu_s": round(self.cpu_s, 6),
+        }  # fmt: skip
+        if self.verdicts is not None and len(self.verdicts) > 1:
+            data["verdicts"] = dict(self.verdicts)
+        if self.samples is not None:
+            data["samples"] = dict(self.samples)
+        return data
+
+
+def load_golds(path: str | Path, id_fields: tuple[str, ...], gold_fields: tuple[str, ...]) -> dict[Any, Any]:
+    """A gold file joined on the id field: small enough to hold (one value per question)."""
+    golds: dict[Any, Any] = {}
+    for item in read_records(path):
+        if isinstance(item, BadRecord):
+            raise InputError(f"{path}: {item}")
+        id_field, gold_field = first_present(item.data, id_fields), first_present(item.data, gold_fields)
+        if id_field is None or gold_field is None:
+            raise InputError(f"{path}: line {item.line}: needs an id ({'/'.join(id_fields)}) and a gold "
+                             f"({'/'.join(gold_fields)})")  # fmt: skip
+        golds[_hashable(item.data[id_field])] = item.data[gold_field]
+    return golds
+
+
+def check_records(
+    records: Iterable[Record | BadRecord],
+    sandbox: Sandbox,
+    options: CheckOptions,
+    golds: Mapping[Any, Any] | None = None,
+) -> Iterator[RecordResult]:
+    """Score records; yield one RecordResult per record, in input order."""
+    queue: list[tuple[Prepared, int]] = []  # prepared records and their sample count, in order
+    prepared_records = (prepare(item, options, golds) for item in records)
+
+    def requests() -> Iterator[dict[str, Any] | None]:
+        for prepared in prepared_records:
+            runnable = [s for s in prepared.samples if s.source is not None]
+            queue.append((prepared, len(runnable)))
+            if prepared.outcome is not None and prepared.outcome == BAD_RECORD and options.strict:
+                return
+            if not runnable:
+                yield None
+            for sample in runnable:
+                yield sandbox.request(sample.source)  # type: ignore[arg-type]
+
+    position = 0
+    results = iter(sandbox.run_requests(requests()))
+    while True:
+        first = next(results, _END)
+        if first is _END:
+            break
+        prepared, runnable = queue[position]
+        queue[position] = (None, 0)  # type: ignore[assignment]  # let it go
+        position += 1
+        executed = [first] if runnable else []
+        executed += [next(results) for _ in range(runnable - 1)]
+        if prepared.outcome == BAD_RECORD and options.strict:
+            raise InputError(f"line {prepared.line}: {prepared.message}")
+        yield finish(prepared, executed, options)  # type: ignore[arg-type]
+        if position > 4096:
+            del queue[:position]
+            position = 0
+    # A strict run stops at its first bad record, which then has no result to wait for.
+    for prepared, _ in queue[position:]:
+        if prepared is not None and prepared.outcome == BAD_RECORD and options.strict:
+            raise InputError(f"line {prepared.line}: {prepared.message}")
+
+
+_END: Any = object()
+
+
+def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any, Any] | None) -> Prepared:
+    """Map a record's fields and extract what each of its samples will run or compare."""
+    if isinstance(item, BadRecord):
+        return Prepared(item.line, None, outcome=BAD_RECORD, message=item.message)
+    data = item.data
+    id_field = first_present(data, options.id_fields)
+    record_id = data[id_field] if id_field is not None else item.line
+    prepared = Prepared(item.line, record_id)
+    code_field = first_present(data, options.code_fields)
+    if code_field is None:
+        prepared.outcome = SKIPPED
+        prepared.message = f"no program field ({'/'.join(options.code_fields)})"
+        return prepared
+    outputs = data[code_field]
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    if not outputs or not all(isinstance(text, str) for text in outputs):
+        prepared.outcome = BAD_RECORD
+        prepared.message = f"field {code_field!r} must be a string or a non-empty list of strings"
+        return prepared
+    if golds is not None:
+        key = _hashable(record_id)
+        prepared.has_gold = key in golds
+        prepared.gold = golds.get(key)
+    else:
+        gold_field = first_present(data, options.gold_fields)
+        prepared.has_gold = gold_field is not None
+        prepared.gold = data[gold_field] if gold_field is not None else None
+    prepared.samples = [extract_sample(text, options.mode) for text in outputs]
+    return prepared
+
+
+def extract_sample(text: str, mode: str) -> Sample:
+    chosen = classify_output(text) if mode == "auto" else mode
+    if chosen == "cot":
+        answer = extract_answer(text)
+        return Sample("cot", answer.how, answer=answer.text)
+    program = extract_program(text)
+    if program.source is None:
+        return Sample("pot", program.how, failure=TRUNCATED if program.truncated else NO_PROGRAM)
+    return Sample("pot", program.how, source=program.source)
+
+
+def finish(prepared: Prepared, executed: list[ExecResult], options: CheckOptions) -> RecordResult:
+    """Combine a record's samples and their results into its verdict."""
+    if prepared.outcome is not None:
+        return RecordResult(prepared.line, prepared.id, prepared.outcome, error=prepared.message)
+    results = iter(executed)
+    outcomes = [_sample_outcome(sample, results) for sample in prepared.samples]
+    main = outcomes[0]
+    verdicts = _verdicts(main, prepared, options)
+    correct = verdicts[options.presets[0]] if verdicts is not None else None
+    summary = _samples_summary(outcomes, prepared, options) if len(outcomes) > 1 else None
+    return RecordResult(
+        line=prepared.line, id=prepared.id, status=main.status, value=main.value,
+        value_type=main.value_type, gold=prepared.gold, correct=correct, verdicts=verdicts,
+        entry=main.entry, mode=prepared.samples[0].mode, extraction=prepared.samples[0].how,
+        error_type=main.error_type, error=main.error, error_line=main.line,
+        timeout_kind=main.timeout_kind, wall_s=main.wall_s, cpu_s=main.cpu_s, samples=summary,
+    )  # fmt: skip
+
+
+def _sample_outcome(sample: Sample, results: Iterator[ExecResult]) -> ExecResult:
+    if sample.source is not None:
+        return next(results)
+    if sample.mode == "cot":
+        if sample.answer is None:
+            return ExecResult(Status.NO_ANSWER, error="no final answer found")
+        return ExecResult(Status.OK, value=sample.answer, value_type="str")
+    assert sample.failure is not None
+    return ExecResult(Status.SYNTAX_ERROR, error_type=sample.failure, error=f"extraction: {sample.failure}")
+
+
+def _verdicts(outcome: ExecResult, prepared: Prepared, options: CheckOptions) -> dict[str, bool] | None:
+    if not prepared.has_gold:
+        return None
+    if outcome.status is not Status.OK:
+        return {preset: False for preset in options.presets}
+    return {
+        preset: compare(outcome.value, prepared.gold, preset=preset, **_options_for(preset, options)).correct
+        for preset in options.presets
+    }
+
+
+def _options_for(preset: str, options: CheckOptions) -> dict[str, Any]:
+    """Comparator options apply to the presets that take them (`--abs` to pot and default, ...)."""
+    from potrun.compare import PRESETS
+
+    accepted = PRESETS[preset].defaults
+    return {name: value for name, value in options.compare_options.items() if name in accepted}
+
+
+def _samples_summary(outcomes: list[ExecResult], prepared: Prepared, options: CheckOptions) -> dict[str, Any]:
+    n = len(outcomes)
+    executed = sum(1 for o in outcomes if o.status is Status.OK)
+    summary: dict[str, Any] = {"n": n, "executed": executed}
+    if not prepared.has_gold:
+        return summary
+    preset = options.presets[0]
+    extra = _options_for(preset, options)
+    correct = sum(
+        1 for o in outcomes
+        if o.status is Status.OK and compare(o.value, prepared.gold, preset=preset, **extra).correct
+    )  # fmt: skip
+    summary["correct"] = correct
+    summary["pass@k"] = {str(k): pass_at_k(n, correct, k) for k in options.ks if k <= n}
+    values = [o.value if o.status is Status.OK else None for o in outcomes]
+    voted, voted_correct = majority_vote(values, prepared.gold, preset=preset, **extra)
+    summary["majority_value"] = json_safe(voted)
+    summary["majority_correct"] = voted_correct
+    return summary
+
+
+def _hashable(value: Any) -> Any:
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value

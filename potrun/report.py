@@ -1,0 +1,194 @@
+"""The run's summary: counts as results stream by, then a table a person reads and a JSON a CI reads."""
+
+from __future__ import annotations
+
+import heapq
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from potrun.pipeline import BAD_RECORD, SKIPPED, RecordResult
+
+SLOWEST = 5
+
+
+@dataclass
+class Summary:
+    """Accumulates RecordResults; `to_json()` is `--summary-json`."""
+
+    presets: tuple[str, ...]
+    settings: dict[str, Any] = field(default_factory=dict)
+    total: int = 0
+    skipped: int = 0
+    bad_record: int = 0
+    graded: int = 0
+    correct: Counter[str] = field(default_factory=Counter)
+    status_counts: Counter[str] = field(default_factory=Counter)
+    extraction_counts: Counter[str] = field(default_factory=Counter)
+    timeouts: Counter[str] = field(default_factory=Counter)
+    slowest: list[tuple[float, int, Any, str]] = field(default_factory=list)
+    sample_records: int = 0
+    pass_at_k: Counter[str] = field(default_factory=Counter)
+    majority_correct: int = 0
+    samples_total: int = 0
+    samples_executed: int = 0
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    elapsed_s: float = 0.0
+
+    def add(self, result: RecordResult) -> None:
+        self.total += 1
+        self.status_counts[result.status] += 1
+        if result.status == SKIPPED:
+            self.skipped += 1
+            return
+        if result.status == BAD_RECORD:
+            self.bad_record += 1
+            if len(self.bad_lines) < 20:
+                self.bad_lines.append((result.line, result.error or ""))
+            return
+        if result.extraction:
+            self.extraction_counts[result.extraction] += 1
+        if result.timeout_kind:
+            self.timeouts[result.timeout_kind] += 1
+        if result.correct is not None:
+            self.graded += 1
+            for preset, verdict in (result.verdicts or {}).items():
+                self.correct[preset] += bool(verdict)
+        entry = (result.wall_s, result.line, result.id, result.status)
+        if len(self.slowest) < SLOWEST:
+            heapq.heappush(self.slowest, entry)
+        elif entry > self.slowest[0]:
+            heapq.heapreplace(self.slowest, entry)
+        if result.samples:
+            self._add_samples(result.samples)
+
+    def _add_samples(self, samples: dict[str, Any]) -> None:
+        self.sample_records += 1
+        self.samples_total += samples["n"]
+        self.samples_executed += samples["executed"]
+        for k, value in samples.get("pass@k", {}).items():
+            self.pass_at_k[k] += value
+        self.majority_correct += bool(samples.get("majority_correct"))
+
+    def finish(self) -> Summary:
+        self.elapsed_s = time.perf_counter() - self.started
+        return self
+
+    @property
+    def scored(self) -> int:
+        return self.total - self.skipped - self.bad_record
+
+    def accuracy(self, preset: str | None = None) -> float:
+        return self.correct[preset or self.presets[0]] / self.graded if self.graded else 0.0
+
+    @property
+    def execution_rate(self) -> float:
+        return self.status_counts["ok"] / self.scored if self.scored else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "total": self.total, "scored": self.scored, "skipped": self.skipped,
+            "bad_record": self.bad_record, "graded": self.graded,
+            "correct": self.correct[self.presets[0]], "accuracy": round(self.accuracy(), 6),
+            "preset": self.presets[0],
+            "accuracy_by_preset": {p: round(self.accuracy(p), 6) for p in self.presets},
+            "execution_rate": round(self.execution_rate, 6),
+            "status_counts": dict(self.status_counts), "timeouts": dict(self.timeouts),
+            "extraction_counts": dict(self.extraction_counts),
+            "slowest": [{"id": i, "line": line, "wall_s": round(w, 4), "status": s}
+                        for w, line, i, s in sorted(self.slowest, reverse=True)],
+            "elapsed_s": round(self.elapsed_s, 3),
+            "programs_per_s": round(self.scored / self.elapsed_s, 1) if self.elapsed_s else 0.0,
+            **self.settings,
+        }  # fmt: skip
+        if self.sample_records:
+            data["samples"] = {
+                "records": self.sample_records,
+                "pass@k": {k: round(v / self.sample_records, 6) for k, v in self.pass_at_k.items()},
+                "majority_accuracy": round(self.majority_correct / self.sample_records, 6),
+                "executed_fraction": round(self.samples_executed / self.samples_total, 6),
+            }
+        return data
+
+
+def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
+    """The end-of-run table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream, highlight=False)
+    data = summary.to_json()
+    table = Table(title="potrun check", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for preset in summary.presets:
+        table.add_row(f"accuracy ({preset})", f"{summary.accuracy(preset):.4f}  ({summary.correct[preset]}/{summary.graded})")
+    table.add_row("execution rate", f"{summary.execution_rate:.4f}")
+    table.add_row("records", f"{summary.total} = {summary.scored} scored + {summary.skipped} skipped + "
+                  f"{summary.bad_record} bad")  # fmt: skip
+    for status, count in summary.status_counts.most_common():
+        note = f"  ({', '.join(f'{k} {v}' for k, v in summary.timeouts.items())})" if status == "timeout" else ""
+        table.add_row(f"  {status}", f"{count}{note}")
+    if summary.extraction_counts:
+        table.add_row("extraction", ", ".join(f"{k} {v}" for k, v in summary.extraction_counts.most_common()))
+    if "samples" in data:
+        samples = data["samples"]
+        table.add_row("pass@k", ", ".join(f"@{k} {v:.4f}" for k, v in samples["pass@k"].items()))
+        table.add_row("majority vote", f"{samples['majority_accuracy']:.4f}")
+        table.add_row("samples executed", f"{samples['executed_fraction']:.4f}")
+    for item in data["slowest"][:3]:
+        table.add_row("slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}")
+    table.add_row("throughput", f"{data['programs_per_s']:.0f} records/s in {data['elapsed_s']:.1f} s")
+    for key in ("policy", "backend", "isolation", "workers"):
+        if key in data:
+            table.add_row(key, str(data[key]))
+    console.print(table)
+    for line, message in summary.bad_lines:
+        console.print(f"[yellow]bad record[/] line {line}: {message}")
+
+
+class Progress:
+    """A rich progress bar on a terminal; a plain line every few seconds otherwise."""
+
+    def __init__(self, total: int | None, stream: TextIO = sys.stderr, enabled: bool = True) -> None:
+        self.total = total
+        self.stream = stream
+        self.enabled = enabled
+        self.tty = enabled and stream.isatty()
+        self.count = 0
+        self.started = time.perf_counter()
+        self.last_line = self.started
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
+            from rich.progress import TimeElapsedColumn, TimeRemainingColumn
+
+            self._bar = Bar(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[rate]:.0f}/s"), TimeElapsedColumn(),
+                            TimeRemainingColumn(), console=Console(file=self.stream), transient=True)  # fmt: skip
+            self._bar.start()
+            self._task = self._bar.add_task("scoring", total=self.total, rate=0.0)
+        return self
+
+    def advance(self) -> None:
+        self.count += 1
+        now = time.perf_counter()
+        if self._bar is not None:
+            if self.count % 64 == 0 or now - self.last_line > 0.2:
+                self._bar.update(self._task, completed=self.count, rate=self.count / max(now - self.started, 1e-9))
+                self.last_line = now
+        elif self.enabled and now - self.last_line >= 5.0:
+            of = f"/{self.total}" if self.total else ""
+            print(f"potrun: {self.count}{of} records, {self.count / (now - self.started):.0f}/s", file=self.stream)
+            self.last_line = now
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
