@@ -7,6 +7,7 @@ is yielded as a `BadRecord` in its place: the caller decides whether that is fat
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -28,16 +29,14 @@ class Record:
 def read_records(path: str | Path) -> Iterator[Record | BadRecord]:
     """Records of a .jsonl file (or a .json array, detected by its first character)."""
     try:
-        handle = open(path, encoding="utf-8")
+        raw = open(path, "rb")
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    with handle:
-        first = _first_character(handle)
-        handle.seek(0)
-        if first == "[":
-            yield from _read_array(handle)
-        else:
-            yield from _read_lines(handle)
+    with raw:
+        # Peek, not read: the input may be a pipe, which cannot seek back.
+        is_array = raw.peek(256)[:256].lstrip()[:1] == b"["
+        handle = io.TextIOWrapper(raw, encoding="utf-8")
+        yield from (_read_array(handle) if is_array else _read_lines(handle))
 
 
 def count_records(path: str | Path) -> int | None:
@@ -54,14 +53,6 @@ def count_records(path: str | Path) -> int | None:
             return count + (last != b"\n")
     except OSError:
         return None
-
-
-def _first_character(handle: TextIO) -> str:
-    while chunk := handle.read(64):
-        stripped = chunk.lstrip()
-        if stripped:
-            return stripped[0]
-    return ""
 
 
 def _read_lines(handle: TextIO) -> Iterator[Record | BadRecord]:

@@ -1,0 +1,79 @@
+"""`potrun bench`: potrun's throughput beside plain in-process `exec` of the same programs, in one run.
+
+In-process exec on one core, with no isolation at all, is the speed limit. Programs that do not finish
+quickly (under 1 s in a first sandboxed pass) are left out of both measurements, so that the baseline
+can run them without a sandbox and the two runs time the same work.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from potrun.extractors import extract_program
+from potrun.records import Record, first_present, read_records
+from potrun.sandbox.api import Sandbox
+from potrun.types import Status
+
+QUICK_S = 1.0
+
+
+def load_programs(path: str, code_fields: tuple[str, ...], limit: int | None = None) -> list[str]:
+    programs = []
+    for item in read_records(path):
+        if not isinstance(item, Record) or (field := first_present(item.data, code_fields)) is None:
+            continue
+        outputs = item.data[field]
+        for text in outputs if isinstance(outputs, list) else [outputs]:
+            source = extract_program(text).source if isinstance(text, str) else None
+            if source is not None:
+                programs.append(source)
+        if limit is not None and len(programs) >= limit:
+            return programs[:limit]
+    return programs
+
+
+def exec_in_process(programs: list[str]) -> float:
+    """Seconds to compile and exec every program in this process (errors count, as they cost)."""
+    started = time.perf_counter()
+    for source in programs:
+        try:
+            exec(compile(source, "<bench>", "exec"), {"__name__": "__bench__"})
+        except Exception:
+            pass
+    return time.perf_counter() - started
+
+
+def run_bench(corpus: str, sandbox_factory: Callable[[], Sandbox], code_fields: tuple[str, ...],
+              limit: int | None = None) -> dict[str, Any]:  # fmt: skip
+    programs = load_programs(corpus, code_fields, limit)
+    with Sandbox(policy="trusted", timeout=QUICK_S) as probe:
+        quick = [p for p, r in zip(programs, probe.run_many(programs)) if r.status is not Status.TIMEOUT]
+    baseline = exec_in_process(quick)
+    started = time.perf_counter()
+    sandbox = sandbox_factory()
+    with sandbox:
+        startup = time.perf_counter() - started
+        list(sandbox.run_many(quick[: min(200, len(quick))]))  # warm up
+        started = time.perf_counter()
+        results = list(sandbox.run_many(quick))
+        elapsed = time.perf_counter() - started
+    walls = sorted(r.wall_s for r in results)
+    return {
+        "corpus": corpus,
+        "programs": len(quick),
+        "left_out_slow": len(programs) - len(quick),
+        "backend": sandbox.backend_name,
+        "policy": sandbox.policy.name,
+        "isolation": str(sandbox.isolation),
+        "workers": sandbox.workers,
+        "startup_s": round(startup, 3),
+        "potrun_programs_per_s": round(len(quick) / elapsed, 1),
+        "exec_programs_per_s": round(len(quick) / baseline, 1),
+        "ratio_to_exec": round(baseline / elapsed, 4),
+        "program_wall_p50_ms": round(statistics.median(walls) * 1000, 3) if walls else None,
+        "program_wall_p99_ms": round(walls[int(len(walls) * 0.99) - 1] * 1000, 3) if walls else None,
+        "statuses": {s: sum(1 for r in results if r.status.value == s) for s in {r.status.value for r in results}},
+    }
