@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from potrun.sandbox.protocol import FrameReader, ProtocolError, decode, encode
 from potrun.types import ExecResult, SandboxUnavailable, Status
 
-PIPELINE_DEPTH = 16  # requests in flight per worker
+PIPELINE_DEPTH = 64  # requests in flight per worker
 MAX_AHEAD = 20_000  # results held for in-order delivery behind one slow program
 WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
 START_TIMEOUT_S = 60.0

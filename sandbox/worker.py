@@ -36,8 +36,9 @@ PRELOAD = (
     "numpy.linalg", "numpy.random", "numpy.fft", "numpy.polynomial",
 )  # fmt: skip
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
-WARM_QUEUE = 8  # requests streamed ahead to a warm runner
+WARM_QUEUE = 32  # requests streamed ahead to a warm runner
 RECYCLE = b"\x01"
+Deque = deque[tuple[dict[str, Any], bytes]]  # requests and their frame bodies, in order
 KEEP = b"\x00"
 
 
@@ -91,13 +92,13 @@ class Worker:
         self._write(encode(self.hello()))
         stdin = sys.stdin.buffer.fileno()
         reader = FrameReader()
-        pending: deque[dict[str, Any]] = deque()
-        inflight: deque[dict[str, Any]] = deque()
+        pending: deque[tuple[dict[str, Any], bytes]] = deque()  # (request, its frame body)
+        inflight: deque[tuple[dict[str, Any], bytes]] = deque()
         head_started = 0.0
         open_input = True
         while open_input or pending or inflight:
-            if not inflight and pending and not _is_warm(pending[0]):
-                self._write(self.run_forked(pending.popleft()))
+            if not inflight and pending and not _is_warm(pending[0][0]):
+                self._write(self.run_forked(pending.popleft()[0]))
                 continue
             if not inflight:
                 head_started = time.perf_counter()
@@ -106,7 +107,7 @@ class Worker:
             timeout = None
             if inflight:
                 watched.append(self.warm.results)  # type: ignore[union-attr]
-                timeout = max(0.0, head_started + inflight[0]["limits"]["timeout_s"] - time.perf_counter())
+                timeout = max(0.0, head_started + inflight[0][0]["limits"]["timeout_s"] - time.perf_counter())
             elif not open_input:
                 continue
             ready, _, _ = select.select(watched, [], [], timeout)
@@ -114,11 +115,12 @@ class Worker:
                 data = os.read(stdin, 1 << 20)
                 if not data:
                     open_input = False
-                for message in map(decode, reader.feed(data)):
+                for body in reader.feed(data):
+                    message = decode(body)
                     if message.get("op") == "exit":
                         open_input = False
                     elif message.get("op") == "run":
-                        pending.append(message)
+                        pending.append((message, body))
             if inflight:
                 out, restart = self._collect_warm(inflight, ready, head_started)
                 if out:
@@ -128,23 +130,24 @@ class Worker:
                     pending.extendleft(reversed(inflight))
                     inflight.clear()
 
-    def _dispatch_warm(self, pending: deque[dict[str, Any]], inflight: deque[dict[str, Any]]) -> None:
-        """Send warm requests that share the runner's settings, up to WARM_QUEUE in flight."""
+    def _dispatch_warm(self, pending: Deque, inflight: Deque) -> None:
+        """Send warm requests that share the runner's settings, up to WARM_QUEUE in flight; the
+        request's frame goes on as it came, not decoded and encoded again."""
         batch = []
-        while pending and len(inflight) < WARM_QUEUE and _is_warm(pending[0]):
-            key = _runner_key(pending[0])
+        while pending and len(inflight) < WARM_QUEUE and _is_warm(pending[0][0]):
+            key = _runner_key(pending[0][0])
             if self.warm is None or (self.warm.key != key and not inflight):
                 self._stop_warm()
-                self.warm = self._spawn(pending[0], warm=True)
+                self.warm = self._spawn(pending[0][0], warm=True)
             elif self.warm.key != key:
                 break
-            request = pending.popleft()
-            inflight.append(request)
-            batch.append(encode(request))
+            request, body = pending.popleft()
+            inflight.append((request, body))
+            batch.append(frame(body))
         if batch:
             _write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
 
-    def _collect_warm(self, inflight: deque[dict[str, Any]], ready: list[int],
+    def _collect_warm(self, inflight: Deque, ready: list[int],
                       head_started: float) -> tuple[bytes, bool]:  # fmt: skip
         """Take the runner's answers, or its death, or the head's deadline. Returns (frames, restart)."""
         runner = self.warm
@@ -152,7 +155,7 @@ class Worker:
         if runner.results in ready:
             data = os.read(runner.results, 1 << 20)
             if not data:
-                return self._verdict_after_death(runner, inflight.popleft(), head_started), True
+                return self._verdict_after_death(runner, inflight.popleft()[0], head_started), True
             out = []
             for body in runner.reader.feed(data):
                 inflight.popleft()
@@ -162,9 +165,9 @@ class Worker:
                     return b"".join(out), True
             self._clean_strays()
             return b"".join(out), False
-        if time.perf_counter() >= head_started + inflight[0]["limits"]["timeout_s"]:
+        if time.perf_counter() >= head_started + inflight[0][0]["limits"]["timeout_s"]:
             isolation.kill_group(runner.pid)
-            return self._verdict_after_kill(runner, inflight.popleft(), head_started, "wall"), True
+            return self._verdict_after_kill(runner, inflight.popleft()[0], head_started, "wall"), True
         return b"", False
 
     def run_forked(self, request: dict[str, Any]) -> bytes:
