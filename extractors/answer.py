@@ -92,7 +92,10 @@ _STATE = ("state", re.compile(r"state\s*:"))
 _STATE_PREFIX = re.compile(r"(?:next|final|new)\s+$")
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+I hope\b|<\|")
 _LETTER = re.compile(r"\(?([A-Z])\)?\.?")
-_LEADING_OPTION = re.compile(r"\s*(?:\\(?:mathrm|text|textbf)\s*\{\s*)?(?:\*\*)?\(([A-Z])\\?\)|\s*(?:\*\*)?([A-E])(?:\*\*)?[.):](?:\s|$)")
+_LEADING_OPTION = re.compile(
+    r"\s*(?:\\(?:mathrm|text|textbf)\s*\{\s*)?(?:\*\*)?\(([A-Z])\\?\)"  # "(D)", "\mathrm{(D)\}"
+    r"|\s*(?:\*\*)?([A-E])(?:\*\*)?[.):](?:\s|$)"  # "A. Because ..."
+)
 _LOOSE_LETTER = re.compile(r"\(?([A-E])\)?(?=[\s.,:;]|$)")
 _WRAPPERS = re.compile(r"^(?:\*\*|\\textbf\{|\\text\{|\\mathrm\{|\\mathbf\{)(.*?)(?:\*\*|\})$")
 _LITERAL_OPEN = {"[": "]", "(": ")", "{": "}"}
@@ -126,7 +129,7 @@ def _visible_part(text: str) -> str:
         text = text[close + 8:]
     for token in _TEMPLATE_TOKENS:
         cut = text.find(token)
-        if cut >= 0:
+        if cut >= 0 and text[:cut].strip():  # a leading template token is not the end of the answer
             text = text[:cut]
     return text
 
@@ -266,7 +269,7 @@ def _span_after(text: str, pos: int) -> str:
 
 
 def _from_span(span: str, how: str) -> ExtractedAnswer:
-    span = span.strip().rstrip(".,;").strip()
+    span = span.strip().rstrip(".,;").strip().strip("*").strip()  # markdown bold around the answer
     if not span:
         return ExtractedAnswer(None, None, how, False)
     inner = _last_box(span) if "\\boxed" in span or "\\fbox" in span else None

@@ -3,40 +3,53 @@
 Precedence (the first rule that applies names `how`):
 
 1. Nothing but whitespace: "none".
-2. `<think>…</think>` is dropped (everything up to the last `</think>`); an opened `<think>` that never
-   closes means the model was cut off while thinking: "truncated".
+2. `<think>…</think>` is dropped (everything up to the last `</think>`, so a template that put the
+   opening tag in the prompt works too); a `<think>` that never closes means the model was cut off
+   while thinking: "truncated".
 3. No fences, and the whole text parses as Python with at least one real statement: "bare", the text
    unchanged (the PoT files' `generated` entries). A plain program cut at the end is "truncated".
-4. Fences (```lang, bare ```, ~~~, indented fences, a closing ``` glued to the last code line):
+4. Fences (```lang, bare ```, ~~~, longer fences, indented fences, a closing ``` glued to the last
+   code line, a new ```lang line that implicitly closes an open python block):
    python/py/python3/ipython blocks, and bare blocks that look like code, are candidates; ```output,
    ```text, other languages and bare blocks holding only a value are skipped.
    - one candidate: "fence";
    - several: the last block that defines the entry point (`def solution`/`def solver` > a top-level
      `ans =` > `answer =`/`result =`) wins, earlier ones are scratch: "fence_entry"; no entry point
-     anywhere: the last block ("fence");
-   - a later block that only calls what the chosen block defines is dropped when redundant
-     (`print(solution())`, `print(ans)`: potrun calls the entry point itself and would run it twice)
-     and appended otherwise (`print(f(3))` after `def f(x)`), as is an earlier block that defines a
-     function the chosen block calls: "fence_merged".
-5. No fences, prose around code: the runs of code-looking lines; the last run that defines an entry
-   point, prints or defines a function wins: "unfenced".
+     anywhere: the last block that is not a use block ("fence");
+   - a use block (only prints or calls what an earlier block defined) after the chosen block is
+     dropped when the chosen block has an entry point and the use block only prints or calls it
+     without arguments (`print(solution())`, `print(ans)`: potrun calls the entry point itself), and
+     appended otherwise (`print(f(3))` after `def f(x)`); an earlier block that defines a function
+     the chosen block calls is prepended: "fence_merged".
+   Closed fences are not parsed (speed): a syntax error in one is the sandbox's to report.
+5. No fences, prose around code: runs of code-looking lines (indented or open-bracket continuations
+   included). The last run that defines an entry point, prints, defines a function or returns wins;
+   else the last run of two or more statements that parses, flagged "no_entry_point": "unfenced".
 6. Repairs, applied to the chosen code when it does not parse, the way DocMath-Eval's prompt
    (`def solution():\n    # Define variables name and value`) implies: an indented body without the
    header, or a top-level `return`, gets `def solution():` ("repaired_header"); a header whose body is
-   not indented gets indented, and an indented script without `return` is dedented
-   ("repaired_indent").
+   not indented gets indented up to a `print(solution())` line, and an indented script without
+   `return` is dedented ("repaired_indent").
 7. Truncation: the chosen block's fence never closes, or the code ends mid-statement (an unclosed
-   bracket or string, an empty block, a syntax error on the last line): "truncated", source None.
-   Exception: an unclosed fence whose code parses and ends complete (the entry function ends in
-   `return`, or the last statement sets or prints the answer) is what a `stop=["```"]` sampler leaves;
-   it is kept, with the warning "unclosed_fence".
+   bracket or string, a header without a body, a syntax error on an unterminated last line):
+   "truncated", source None. Exception: an unclosed fence whose code parses and ends complete (the
+   entry function ends in `return`, or the last statement sets an answer name or prints) is what a
+   `stop=["```"]` sampler leaves; it is kept, with the warning "unclosed_fence".
    A program that does not parse for another reason is still returned (the sandbox reports
    syntax_error), with the warning "syntax_error".
+
+Warnings (stable strings): think_dropped, unclosed_think, unclosed_fence, later_block_unclosed,
+dropped_call_block, merged_call_block, merged_helper_block, cut_mid_statement, syntax_error,
+no_entry_point, not_parsed (code over MAX_PARSE_CHARS is passed on unchecked).
+
+Linear time: fence marks are found with str.find, lines are classified once, and the only parse is
+of the chosen code (plus tiny use blocks).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -75,6 +88,7 @@ class ExtractedProgram:
 # ---------------------------------------------------------------- patterns (compiled once)
 
 _PY_LANGS = frozenset({"python", "py", "python3", "py3", "ipython", "ipython3", "sage"})
+MAX_PARSE_CHARS = 200_000  # longer code is passed on unchecked (warning "not_parsed")
 _MAX_FENCE_INDENT = 16
 _MAX_INFO = 100
 _THINK_OPEN = "<think>"
@@ -88,7 +102,9 @@ _TOP_ASSIGNED = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?(?:[-+*/%]|//|\*\
 _CALLED = re.compile(r"(\w+)[ \t]*\(")
 _TOP_RETURN = re.compile(r"^return\b", re.M)
 _PRINT = re.compile(r"^print[ \t]*\(", re.M)
-_HEADER_UNINDENTED = re.compile(r"^def[ \t]+\w+[ \t]*\([^)\n]*\)[ \t]*(?:->[^:\n]*)?:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*[^ \t\n]", re.M)
+_HEADER_UNINDENTED = re.compile(  # a def header whose next non-blank line is not indented
+    r"^def[ \t]+\w+[ \t]*\([^)\n]*\)[ \t]*(?:->[^:\n]*)?:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*[^ \t\n]", re.M
+)
 _HEADER_LINE = re.compile(r"def[ \t]+\w+[ \t]*\([^)\n]*\)[ \t]*(?:->[^:\n]*)?:[ \t]*(?:#.*)?")
 _ENTRY_CALL_LINE = re.compile(r"(?:print[ \t]*\([ \t]*)?(?:solution|solver)[ \t]*\(|if[ \t]+__name__")
 _CODEISH = re.compile(
@@ -172,7 +188,7 @@ def _drop_think(text: str) -> tuple[str, bool]:
 
 
 def _scan_fences(text: str) -> list[_Block]:
-    """Fenced blocks, linear in len(text): one regex pass over the fence marks, line bounds cached."""
+    """Fenced blocks, linear in len(text): one pass over the fence marks, each line's bounds found once."""
     blocks: list[_Block] = []
     opened: tuple[str, int, str, int, int] | None = None  # (char, length, info, content start, indent)
     line_start, line_end = 0, -1
@@ -196,6 +212,10 @@ def _scan_fences(text: str) -> list[_Block]:
             code_end = line_start if at_line_start else start  # "ans = x```" closes too
             blocks.append(_make_block(lang, text[content_start:code_end], open_indent, closed=True))
             opened = None
+        elif at_line_start and info and "`" not in info and _tag(lang) in _PY_LANGS | {""}:
+            # "```output" inside an open python block is not Python: the model forgot the closing fence
+            blocks.append(_make_block(lang, text[content_start:line_start], open_indent, closed=True))
+            opened = (fence[0], len(fence), info, line_end + 1, indent)
     if opened is not None:
         char, length, lang, content_start, open_indent = opened
         blocks.append(_make_block(lang, text[content_start:], open_indent, closed=False))
@@ -203,24 +223,32 @@ def _scan_fences(text: str) -> list[_Block]:
 
 
 def _fence_marks(text: str) -> Iterator[tuple[int, int]]:
-    """Spans of runs of three or more backticks or tildes, left to right (str.find: C speed)."""
-    pos = 0
+    """Spans of runs of three or more backticks or tildes, left to right. str.find runs at C speed;
+    each kind's next position is cached so no stretch of text is searched twice."""
     n = len(text)
-    while True:
-        tick, tilde = text.find("```", pos), text.find("~~~", pos)
-        if tick < 0 and tilde < 0:
-            return
-        start = tick if tilde < 0 or 0 <= tick < tilde else tilde
+    next_tick, next_tilde, pos = text.find("```"), text.find("~~~"), 0
+    while next_tick >= 0 or next_tilde >= 0:
+        use_tick = next_tilde < 0 or 0 <= next_tick < next_tilde
+        start = next_tick if use_tick else next_tilde
         char = text[start]
         end = start + 3
         while end < n and text[end] == char:
             end += 1
         yield start, end
         pos = end
+        if 0 <= next_tick < pos:
+            next_tick = text.find("```", pos)
+        if 0 <= next_tilde < pos:
+            next_tilde = text.find("~~~", pos)
+
+
+def _tag(info: str) -> str:
+    """The language of a fence's info string: "Python3 title=x" -> "python3", "{.python}" -> "python"."""
+    return info.split(None, 1)[0].lower().strip("{.}") if info else ""
 
 
 def _make_block(info: str, code: str, indent: int, *, closed: bool) -> _Block:
-    lang = info.split(None, 1)[0].lower().lstrip("{.") if info else ""
+    lang = _tag(info)
     if indent:
         code = _strip_indent(code, indent)
     return _Block(lang, code.rstrip() + "\n" if code.strip() else "", closed)
@@ -277,29 +305,46 @@ def _choose_block(py: list[_Block]) -> tuple[int, str]:
     if len(py) == 1:
         return 0, HOW_FENCE
     best, best_rank, primaries, last_primary = -1, 0, 0, len(py) - 1
-    defined: set[str] = set()
+    earlier = _EarlierNames(py)
     for i, block in enumerate(py):
-        if not (defined and _is_use_block(block.code, defined)):
+        found = _uses(block.code) if i else None
+        if not (found and found[1] & earlier.upto(i)):
             primaries += 1
             last_primary = i
             rank = _entry_rank(block.code)
             if rank and rank >= best_rank:
                 best, best_rank = i, rank
-        defined.update(_names_defined(block.code))
     if best < 0:
         return last_primary, HOW_FENCE
     return best, HOW_FENCE_ENTRY if primaries > 1 else HOW_FENCE
 
 
-def _names_defined(code: str) -> set[str]:
-    return set(_TOP_DEF.findall(code)) | set(_TOP_ASSIGNED.findall(code))
+class _EarlierNames:
+    """Names defined by blocks before index i, gathered only when a use block asks (amortised linear)."""
+
+    __slots__ = ("_blocks", "_names", "_done")
+
+    def __init__(self, blocks: list[_Block]) -> None:
+        self._blocks, self._names, self._done = blocks, set[str](), 0
+
+    def upto(self, i: int) -> set[str]:
+        for block in self._blocks[self._done:i]:
+            self._names |= _names_defined(block.code)
+        self._done = max(self._done, i)
+        return self._names
+
+
+@functools.lru_cache(maxsize=64)
+def _names_defined(code: str) -> frozenset[str]:
+    """Top-level function names and assigned names (cached: use-block checks ask for each block)."""
+    return frozenset(_TOP_DEF.findall(code)) | frozenset(_TOP_ASSIGNED.findall(code))
 
 
 def _uses(code: str) -> tuple[list[tuple[str, bool]], set[str]] | None:
     """(called names with whether they got arguments, names read) of a small block made only of calls,
     names and assignments of those; None for any other block."""
-    if len(code) > 400 or _TOP_DEF.search(code):
-        return None
+    if len(code) > 400 or "(" not in code or _TOP_DEF.search(code):
+        return None  # a use block prints or calls something, and is small
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -318,12 +363,6 @@ def _uses(code: str) -> tuple[list[tuple[str, bool]], set[str]] | None:
     return calls, read
 
 
-def _is_use_block(code: str, defined: set[str]) -> bool:
-    """A block that only prints or calls what an earlier block defined (`print(solution())`)."""
-    found = _uses(code)
-    return found is not None and bool(found[1] & defined)
-
-
 def _merge_blocks(py: list[_Block], index: int) -> tuple[str, tuple[str, ...]]:
     """The chosen code, with the use blocks after it (dropped when they only repeat the entry point)
     and the blocks before it that define a function it calls."""
@@ -332,16 +371,22 @@ def _merge_blocks(py: list[_Block], index: int) -> tuple[str, tuple[str, ...]]:
         return code, ()
     notes: list[str] = []
     has_entry = _entry_rank(code) > 0
-    defined = _names_defined(code)
+    defined: frozenset[str] = frozenset()  # computed on first need: findall over a block costs
     for later in py[index + 1:]:
         found = _uses(later.code) if later.closed else None
-        if found is None or not found[1] & defined:
+        if found is None:
+            continue
+        defined = defined or _names_defined(code)
+        if not found[1] & defined:
             continue
         if has_entry and all(n == "print" or (n in _REDUNDANT_CALLEES and not a) for n, a in found[0]):
             notes.append("dropped_call_block")  # potrun calls the entry point itself
         else:
             code = code + "\n" + later.code
             notes.append("merged_call_block")
+    if not any("def " in earlier.code for earlier in py[:index]):
+        return code, tuple(notes)
+    defined = defined or _names_defined(code)
     missing = {n for n in _CALLED.findall(code) if n not in defined}
     for earlier in reversed(py[:index]):
         helpers = set(_TOP_DEF.findall(earlier.code)) & missing
@@ -361,6 +406,8 @@ def _try_bare(text: str) -> ExtractedProgram | None:
         if _has_top_return(tree.body):
             return None  # DocMath body without its header: the unfenced path repairs it
         return ExtractedProgram(text, HOW_BARE) if _has_statement(tree) else None
+    if tree is None and len(text) > MAX_PARSE_CHARS and _all_code_lines(text):
+        return ExtractedProgram(text, HOW_BARE, ("not_parsed",))
     if isinstance(tree, SyntaxError) and _all_code_lines(text):
         if _looks_truncated(text, tree):
             return ExtractedProgram(None, HOW_TRUNCATED, ("cut_mid_statement",), truncated=True)
@@ -394,31 +441,44 @@ def _has_top_return(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _is_code_line(line: str) -> bool:
-    stripped = line.strip()
-    return not stripped or _CODE_LINE.match(stripped) is not None
+def _line_kinds(text: str) -> Iterator[tuple[str, bool]]:
+    """(line, is_code) for each line. Blank lines are neutral (code); an indented line right after
+    code, or any line inside an open bracket, continues the code."""
+    depth = 0
+    in_code = False
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if not stripped:
+            yield line, True
+            continue
+        code = depth > 0 or (in_code and line[:1] in (" ", "\t")) or _CODE_LINE.match(stripped) is not None
+        depth = max(0, depth + _bracket_delta(stripped)) if code else 0
+        in_code = code
+        yield line, code
+
+
+def _bracket_delta(line: str) -> int:
+    return (line.count("(") + line.count("[") + line.count("{")
+            - line.count(")") - line.count("]") - line.count("}"))
 
 
 def _all_code_lines(text: str) -> bool:
-    return all(_is_code_line(line) for line in text.split("\n"))
+    return all(code for _, code in _line_kinds(text))
 
 
 def _code_runs(text: str) -> list[str]:
-    """Maximal runs of code lines (blank lines and indented continuations included), in order."""
+    """Maximal runs of code lines, in order; runs of nothing but comments are dropped."""
     runs: list[str] = []
     current: list[str] = []
-    for line in text.split("\n"):
-        stripped = line.strip()
-        continuation = current and line[:1] in (" ", "\t") and stripped
-        if not stripped or _CODE_LINE.match(stripped) or continuation:
+    for line, code in _line_kinds(text):
+        if code:
             current.append(line)
-            continue
-        if current:
+        elif current:
             runs.append("\n".join(current).strip("\n"))
             current = []
     if current:
         runs.append("\n".join(current).strip("\n"))
-    return [r for r in runs if r.strip() and not all(l.strip().startswith("#") or not l.strip() for l in r.split("\n"))]
+    return [r for r in runs if any(l.strip() and not l.strip().startswith("#") for l in r.split("\n"))]
 
 
 def _from_unfenced(text: str) -> ExtractedProgram:
@@ -458,6 +518,10 @@ def _dedent_probe(code: str) -> str:
 # ---------------------------------------------------------------- finishing: repair and truncation
 
 def _parse(code: str) -> ast.Module | SyntaxError | None:
+    """The AST, the SyntaxError, or None when the code is too long to parse here (over
+    MAX_PARSE_CHARS: parsing is linear but ~1 µs a character) or breaks the parser itself."""
+    if len(code) > MAX_PARSE_CHARS:
+        return None
     try:
         return ast.parse(code)
     except SyntaxError as err:
@@ -476,7 +540,9 @@ def _finish(code: str, how: str, warnings: tuple[str, ...], *, check_truncation:
         tree = _parse(code)
         if isinstance(tree, ast.Module):
             return ExtractedProgram(code, how, warnings)
-        if isinstance(tree, SyntaxError) and _looks_truncated(code, tree):
+        if tree is None:
+            return ExtractedProgram(code, how, (*warnings, "not_parsed"))
+        if _looks_truncated(code, tree):
             return ExtractedProgram(None, HOW_TRUNCATED, (*warnings, "cut_mid_statement"), truncated=True)
         return ExtractedProgram(code, how, (*warnings, "syntax_error"))
     repaired = _repair(code)
@@ -526,8 +592,8 @@ def _looks_truncated(code: str, err: SyntaxError) -> bool:
         return True
     lines = code.rstrip().split("\n")
     lineno = err.lineno or 0
-    if lineno > len(lines):
-        return True  # "expected an indented block" after the last line
+    if lineno > len(lines) or (lineno == len(lines) and "expected an indented block" in msg):
+        return True  # a header whose body never came
     return lineno == len(lines) and not code.endswith("\n") and "indent" not in msg
 
 

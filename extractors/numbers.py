@@ -140,7 +140,6 @@ def _normalize(text: str) -> str:
 
 # ---------------------------------------------------------------- grammar pieces
 
-_WS = re.compile(r"\s*")
 _SIGN = re.compile(r"\s*([+-])\s*")
 _CURRENCY_WORDS = r"US\$|HK\$|A\$|C\$|S\$|NZ\$|R\$|USD|EUR|GBP|JPY|CNY|RMB|INR|CAD|AUD|CHF|HKD|SGD|KRW|Rs\.?"
 _CURRENCY_PREFIX = re.compile(rf"\s*({_CURRENCY_WORDS}|[$€£¥₹])\s*")
@@ -364,6 +363,7 @@ _PROSE_NUMBER = re.compile(
 )
 _PROSE_SCALE = re.compile(r"\s(?:thousand|million|billion|trillion)(?![A-Za-z])", re.I)
 _LAST_TRIES = 8
+_DIGIT = re.compile(r"\d")
 _FIRST_WINDOW = 512
 _WINDOW_MARGIN = 64
 
@@ -392,6 +392,11 @@ def last_number(text: str) -> tuple[int, int, ParsedNumber] | None:
     window = _FIRST_WINDOW
     while True:
         lo = max(0, n - window)
+        if _DIGIT.search(text, lo) is None:  # cheap pre-scan: no digit, no number
+            if not lo:
+                return None
+            window *= 4
+            continue
         tail: deque[re.Match[str]] = deque(_PROSE_NUMBER.finditer(text, lo), maxlen=_LAST_TRIES)
         for m in reversed(tail):
             if lo and m.start() < lo + _WINDOW_MARGIN:
