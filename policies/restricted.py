@@ -232,6 +232,8 @@ class Guards:
         level: int = 0,
     ) -> types.ModuleType:
         """Imports: allowlisted modules only; from-imports pass the attribute rules too."""
+        if level == 0 and not _import_statement(sys._getframe(1)):
+            return self._implicit_import(name, fromlist)
         if level != 0 or not module_allowed(name, self.spec.allowed_modules):
             raise self.refuse("forbidden_import", f"import of {name!r} is not allowed")
         module = __import__(name, None, None, fromlist or (), 0)
@@ -243,6 +245,15 @@ class Guards:
                 raise self.refuse("forbidden_import", f"'from {name} import *' is not allowed")
             self.getattr(module, item, None)  # refuses denied names and modules
         return module
+
+    def _implicit_import(self, name: str, fromlist: Iterable[str] | None) -> types.ModuleType:
+        """A library's own lazy import made from C in the middle of a call (`ndarray.sum` imports
+        numpy._core._methods): CPython routes it through the `__import__` of the frame on top, the
+        program's. The module goes back to the library, not to the program; it passes when it stays
+        inside an allowlisted package or is a helper that allowlisted C modules import by name."""
+        if not (module_allowed(name.partition(".")[0], self.spec.allowed_modules) or name in IMPLICIT_IMPORTS):
+            raise self.refuse("forbidden_import", f"import of {name!r} is not allowed")
+        return __import__(name, None, None, fromlist or (), 0)
 
     def _check_reached(self, value: Any, name: str) -> None:
         if isinstance(value, types.ModuleType) and not module_allowed(value.__name__, self.spec.allowed_modules):
@@ -306,6 +317,18 @@ _DENIED_BUILTINS = (
     "open", "exec", "eval", "compile", "globals", "locals", "vars", "input", "breakpoint", "help",
     "exit", "quit", "memoryview", "dir", "id",
 )  # fmt: skip
+
+
+# Standard-library helpers that allowlisted C modules import lazily by a fixed name:
+# datetime.strptime needs _strptime, date.today() and datetime.now() need time.
+IMPLICIT_IMPORTS = frozenset({"_strptime", "time"})
+_IMPORT_NAME = dis.opmap["IMPORT_NAME"]
+
+
+def _import_statement(frame: types.FrameType) -> bool:
+    """Is this a program frame stopped at an `import` statement (not inside a call into C)?"""
+    code = frame.f_code
+    return code.co_filename == FILENAME and code.co_code[frame.f_lasti] == _IMPORT_NAME
 
 
 def _one_argument_type(obj: Any) -> type:

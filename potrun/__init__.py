@@ -44,6 +44,9 @@ _LAZY = {
     "extract_program": "potrun.extractors",
     "extract_answer": "potrun.extractors",
     "parse_number": "potrun.extractors",
+    "validate": "potrun.validate",
+    "ValidationReport": "potrun.validate",
+    "Problem": "potrun.validate",
 }
 
 

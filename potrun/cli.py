@@ -91,9 +91,50 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from potrun.doctor import diagnose
 
+    if args.cleanup or args.all:
+        return cmd_doctor_cleanup(args)
     for line in diagnose(backend=args.backend):
         print(line)
     return EXIT_OK
+
+
+def cmd_doctor_cleanup(args: argparse.Namespace) -> int:
+    """`potrun doctor --cleanup [--all]`: remove sandbox containers left by a potrun that died."""
+    from potrun.doctor import cleanup
+
+    for line in cleanup(all_sessions=args.all):
+        print(line)
+    return EXIT_OK
+
+
+def cmd_image_build(args: argparse.Namespace) -> int:
+    """`potrun image build [--base B] [--tag T]`: build the sandbox image for the docker backend."""
+    from potrun.sandbox.image import RUNTIME_PACKAGES, build_image
+
+    try:
+        tag = build_image(args.base, args.tag, python_version=args.python_version,
+                          packages=RUNTIME_PACKAGES + tuple(args.extra))  # fmt: skip
+    except RuntimeError as exc:
+        print(f"potrun: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(tag)
+    return EXIT_OK
+
+
+def _add_image_commands(commands: Any) -> None:
+    from potrun.sandbox.image import DEFAULT_BASE, DEFAULT_IMAGE
+
+    image = commands.add_parser("image", help="build the sandbox image of the docker backend")
+    image_commands = image.add_subparsers(title="image commands")
+    build = image_commands.add_parser("build", help="build the sandbox image (docker build, no network needed)")
+    build.add_argument("--base", default=None, help=f"base image with python3 (default: {DEFAULT_BASE}; "
+                                                    "potrun-base:bookworm where no registry is reachable)")
+    build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image tag (default: {DEFAULT_IMAGE})")
+    build.add_argument("--python", dest="python_version", default=None,
+                       help="the base image's Python X.Y (default: probed from the base)")
+    build.add_argument("--with", dest="extra", action="append", default=[], metavar="PACKAGE",
+                       help="another package to install into the image (e.g. sympy); repeatable")
+    build.set_defaults(handler=cmd_image_build)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -102,6 +143,52 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report = run_bench(args.corpus, sandbox_factory=lambda: _sandbox(args), limit=args.limit,
                        code_fields=_fields(args.code_field, ("code", "output", "generated", "prediction")))  # fmt: skip
     print(json.dumps(report, indent=2))
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from potrun.pipeline import ID_FIELDS
+    from potrun.records import count_records
+    from potrun.report import Progress
+    from potrun.validate import ANSWER_FIELDS, PROGRAM_FIELDS, ValidationSummary, render_summary, validate
+    from potrun.validate import write_fixed_copy
+
+    _check_presets([args.compare])
+    answer_fields = _fields(args.answer_field, ANSWER_FIELDS)
+    reports = validate(
+        args.gold, program_field=_fields(args.program_field, PROGRAM_FIELDS), answer_field=answer_fields,
+        id_field=_fields(args.id_field, ID_FIELDS), compare=args.compare, compare_options=_compare_options(args),
+        slow_fraction=args.slow_fraction, ignore=_fields(args.ignore, ()), policy=args.policy,
+        timeout=args.timeout, cpu_timeout=args.cpu_timeout, memory_mb=args.memory, workers=args.workers,
+        backend=args.backend, image=args.image, isolation=args.isolation, entry=args.entry,
+    )  # fmt: skip
+    summary = ValidationSummary()
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
+    try:
+        with Progress(count_records(args.gold), enabled=not args.quiet) as progress:
+            for report in reports:
+                summary.add(report)
+                progress.advance()
+                out.write(json.dumps(report.to_json()) + "\n")
+                out.flush()
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    summary.finish()
+    if not args.quiet:
+        render_summary(summary)
+    if args.fix_answers:
+        fixes = {ordinal: value for ordinal, _, _, _, value in summary.fixable}
+        write_fixed_copy(args.gold, args.fix_answers, fixes, answer_fields)
+        print(f"potrun: {len(fixes)} recorded answer(s) replaced by the executed value in {args.fix_answers}",
+              file=sys.stderr)  # fmt: skip
+        for _, line, record_id, answer, value in summary.fixable:
+            print(f"  line {line} (id {record_id}): {json.dumps(answer)} -> {json.dumps(value)}", file=sys.stderr)
+    if summary.with_errors or (args.strict and summary.with_warnings_only):
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -202,7 +289,12 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", help="say which isolation mechanisms work on this machine")
     doctor.add_argument("--backend", default="process", choices=("process", "docker"))
+    doctor.add_argument("--cleanup", action="store_true",
+                        help="remove sandbox containers left by a potrun that died (label potrun.sandbox=1)")
+    doctor.add_argument("--all", action="store_true",
+                        help="with --cleanup: also remove containers of potrun processes still running")
     doctor.set_defaults(handler=cmd_doctor)
+    _add_image_commands(commands)
 
     bench = commands.add_parser("bench", help="throughput of potrun beside in-process exec on a corpus")
     bench.add_argument("corpus", help="JSON Lines of records with programs (as for check)")
@@ -210,6 +302,30 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--limit", type=_positive_int, default=None, help="use at most this many programs")
     _add_sandbox_options(bench)
     bench.set_defaults(handler=cmd_bench)
+
+    valid = commands.add_parser("validate", help="check gold programs: they run, return a number, are "
+                                "deterministic and match their recorded answer")  # fmt: skip
+    valid.add_argument("gold", help="JSON Lines (or a JSON array) of gold records")
+    valid.add_argument("--program-field", help="field(s) with the gold program, comma-separated "
+                                               "(default: python_solution)")  # fmt: skip
+    valid.add_argument("--answer-field", help="field(s) with the recorded answer (default: ground_truth,answer)")
+    valid.add_argument("--id-field", help="field(s) with the record id (default: id,qid,uid,question_id,idx)")
+    valid.add_argument("--compare", default="default", help="comparator preset for the recorded answer")
+    valid.add_argument("--abs", action="store_true", help="compare absolute values")
+    valid.add_argument("--percent", action="store_true", help="accept 0.25 for 25 (and 25 for 0.25)")
+    valid.add_argument("--scale", action="store_true", help="apply scale words (3.5 million = 3500000)")
+    valid.add_argument("--rel-tol", type=float, default=None, help="relative tolerance of the comparator")
+    valid.add_argument("--slow-fraction", type=_positive_float, default=0.1,
+                       help="report golds that run longer than this fraction of --timeout (default 0.1)")
+    valid.add_argument("--ignore", help="problem codes to leave out, comma-separated")
+    valid.add_argument("--out", help="write one JSON line per record here (default: stdout)")
+    valid.add_argument("--fix-answers", metavar="OUT",
+                       help="write a copy of the file with each wrong recorded answer replaced by the executed "
+                            "value, where that is the record's only error")  # fmt: skip
+    valid.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    valid.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    _add_sandbox_options(valid)
+    valid.set_defaults(handler=cmd_validate, policy="trusted")
     return parser
 
 

@@ -243,6 +243,8 @@ def _value_result(value: Any, entry: str | None, output_limit: int) -> dict[str,
         return {"status": "no_answer", "entry": entry, "error": message}
     try:
         plain = values.to_plain(value)
+    except values.IntegerTooLong as exc:
+        return {"status": "error", "entry": entry, "error_type": "ValueError", "error": str(exc)}
     except values.TooLarge as exc:
         return {"status": "output_limit", "entry": entry, "error_type": "TooLarge", "error": str(exc)}
     except values.Unconvertible as exc:

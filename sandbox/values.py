@@ -25,6 +25,11 @@ class TooLarge(Exception):
     """The answer is larger than the limits allow."""
 
 
+class IntegerTooLong(ValueError):
+    """An integer too long to write in decimal: Python's own `str()` refuses it (int_max_str_digits),
+    so the program failed to produce a number, as `print(10 ** 100000)` fails."""
+
+
 def to_plain(value: Any, depth: int = 0) -> Any:
     """int, float (NaN and inf kept), bool, str, None, and lists of these."""
     kind = type(value)
@@ -32,7 +37,8 @@ def to_plain(value: Any, depth: int = 0) -> Any:
         return value
     if kind is int:
         if value.bit_length() > MAX_INT_BITS:
-            raise TooLarge(f"integer of {value.bit_length()} bits")
+            raise IntegerTooLong(f"integer of {value.bit_length()} bits exceeds the limit for integer string "
+                                 f"conversion ({MAX_INT_BITS} bits)")  # fmt: skip
         return value
     if isinstance(value, (list, tuple)):
         return _plain_list(value, depth)

@@ -1,0 +1,220 @@
+"""`potrun doctor`: which isolation mechanisms work on this machine, in plain language.
+
+`diagnose("process")` starts a one-worker sandbox and reads what its worker could enforce (its hello's
+capabilities), then checks the memory limit by running a program over it. `diagnose("docker")` checks
+the Docker SDK, the engine and the image, starts a one-container sandbox, reads the container's
+hardening back from the engine and runs the same probes inside it. Every line starts with
+
+    [ok]  works here
+    [--]  not available here; what takes its place is said on the line
+    [!!]  broken: potrun cannot run this way until it is fixed
+
+`cleanup()` is `potrun doctor --cleanup`: it removes sandbox containers left by a potrun that died.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from potrun.types import PotrunError
+
+OK, NO, BAD = "[ok]", "[--]", "[!!]"
+PROBE_MEMORY_MB = 256  # the memory probe runs under this limit and asks for twice as much
+
+_PROBE_INTERFACES = "import socket\nans = [name for _, name in socket.if_nameindex()]"
+_PROBE_MEMORY = f"block = bytearray({2 * PROBE_MEMORY_MB} * 1024 * 1024)\nans = len(block)"
+_PROBE_IDENTITY = "import os\nans = [os.getuid(), os.geteuid()]"
+
+
+def diagnose(backend: str = "process") -> list[str]:
+    """Plain-language lines about what the sandbox can enforce on this machine with `backend`."""
+    if backend == "process":
+        return _diagnose_process()
+    if backend == "docker":
+        return _diagnose_docker()
+    raise PotrunError(f"unknown backend {backend!r}; choose process or docker")
+
+
+# ------------------------------------------------------------------------------------------ process
+
+
+def _diagnose_process() -> list[str]:
+    from potrun.sandbox import isolation
+
+    lines = ["backend process: workers are local processes (python -I -m potrun.sandbox.worker)"]
+    reachable = isolation.python_reachable_by_others()
+    lines.append(_line(reachable, "Python is reachable by an unprivileged uid",
+                       f"Python ({os.path.dirname(os.__file__)}) is not readable by other users: runners "
+                       "cannot drop to an unprivileged uid and run as potrun's own user"))  # fmt: skip
+    capabilities, error = _worker_capabilities("process")
+    if capabilities is None:
+        return [*lines, f"{BAD} the worker did not start: {error}"]
+    lines += [
+        _line(capabilities.get("network_namespace"),
+              "network namespace: programs run in an empty network namespace (no network at all)",
+              "network namespace: not allowed here; the restricted policy refuses socket imports and a "
+              "guard refuses connect/bind/sendto in trusted programs"),
+        _line(capabilities.get("pids_cgroup"),
+              "pids cgroup: each worker's programs are capped in number of processes by a cgroup",
+              "pids cgroup: not available (needs root and cgroup v1 pids); RLIMIT_NPROC caps processes "
+              "when runners are not root"),
+        _line(capabilities.get("drop_privileges"),
+              "privilege drop: programs run as an unprivileged uid, one per worker",
+              "privilege drop: not done (potrun is not root, or Python is not reachable by other users); "
+              "programs run as potrun's own user"),
+        _line(capabilities.get("subreaper"),
+              "subreaper: processes a program leaves behind are found and killed",
+              "subreaper: not available; a program's orphans are only killed with its process group"),
+    ]  # fmt: skip
+    lines += _probe_programs("process", network_expected=bool(capabilities.get("network_namespace")))
+    return lines
+
+
+def _worker_capabilities(backend: str, **options: Any) -> tuple[dict[str, Any] | None, str]:
+    from potrun.sandbox.api import Sandbox
+
+    try:
+        with Sandbox(backend, workers=1, **options) as box:
+            return dict(box.capabilities), ""
+    except Exception as exc:
+        return None, str(exc)
+
+
+def _probe_programs(backend: str, *, network_expected: bool, **options: Any) -> list[str]:
+    """Run probes as trusted programs (plain Python, every OS limit still on) in a fork runner."""
+    from potrun.sandbox.api import Sandbox
+
+    lines = []
+    try:
+        with Sandbox(backend, workers=1, policy="trusted", memory_mb=PROBE_MEMORY_MB, timeout=20, **options) as box:
+            memory, interfaces, identity = box.run_many([_PROBE_MEMORY, _PROBE_INTERFACES, _PROBE_IDENTITY])
+    except Exception as exc:
+        return [f"{BAD} probe programs could not run: {exc}"]
+    lines.append(_line(
+        memory.status.value == "memory_limit",
+        f"memory limit: a program asking for {2 * PROBE_MEMORY_MB} MB under a {PROBE_MEMORY_MB} MB limit "
+        "was stopped (RLIMIT_AS)",
+        f"memory limit: a program over its {PROBE_MEMORY_MB} MB limit was not stopped "
+        f"(status {memory.status.value})", bad=True))  # fmt: skip
+    if interfaces.ok:
+        only_lo = interfaces.value == ["lo"]
+        lines.append(_line(only_lo, "network: a program sees no interface but loopback",
+                           f"network: a program sees interfaces {interfaces.value}", bad=network_expected))  # fmt: skip
+    if identity.ok and isinstance(identity.value, list):
+        uid = identity.value[0]
+        lines.append(_line(uid != 0, f"programs run as uid {uid}", "programs run as root (uid 0)"))
+    return lines
+
+
+# ------------------------------------------------------------------------------------------- docker
+
+
+def _diagnose_docker() -> list[str]:
+    from potrun.sandbox import docker as backend
+    from potrun.types import SandboxUnavailable
+
+    lines = ["backend docker: each worker is a long-lived hardened container from the sandbox image"]
+    try:
+        sdk = backend.docker_module()
+    except SandboxUnavailable as exc:
+        return [*lines, f"{BAD} {exc}"]
+    lines.append(f"{OK} Docker SDK for Python installed (docker {getattr(sdk, '__version__', '?')})")
+    try:
+        client = backend.connect(timeout=10)
+    except SandboxUnavailable as exc:
+        return [*lines, f"{BAD} {exc}"]
+    info = _safe(client.info) or {}
+    lines.append(f"{OK} Docker engine reachable (server {info.get('ServerVersion', '?')}, storage driver "
+                 f"{info.get('Driver', '?')}, cgroup v{info.get('CgroupVersion', '?')})")  # fmt: skip
+    try:
+        image = backend.require_image(client, backend.DEFAULT_IMAGE)
+    except SandboxUnavailable as exc:
+        return [*lines, f"{BAD} {exc}"]
+    size = (image.attrs.get("Size") or 0) / 1e6
+    lines.append(f"{OK} image {backend.DEFAULT_IMAGE} present ({image.short_id}, {size:.0f} MB, "
+                 f"created {str(image.attrs.get('Created', '?'))[:19]})")  # fmt: skip
+    removable, _ = _stale_containers(client)
+    if removable:
+        lines.append(f"{NO} {len(removable)} sandbox container(s) left by a potrun that died: "
+                     "remove them with `potrun doctor --cleanup`")  # fmt: skip
+
+    from potrun.sandbox.api import Sandbox
+
+    try:
+        with Sandbox("docker", workers=1) as box:
+            capabilities = dict(box.capabilities)
+            container = client.containers.get(box._pool.slots[0].conn.container_id)  # type: ignore[union-attr]
+            host = container.attrs.get("HostConfig", {})
+            config = container.attrs.get("Config", {})
+    except Exception as exc:
+        return [*lines, f"{BAD} a worker container did not start: {exc}"]
+    lines += _container_lines(host, config)
+    lines += [
+        f"{OK} inside the container the worker runs as uid {config.get('User')}: it cannot unshare a network "
+        "namespace (not needed: the container has no network), create a pids cgroup (the container's "
+        "pids limit and RLIMIT_NPROC cap processes) or drop to per-slot uids",
+        _line(capabilities.get("subreaper"), "subreaper: processes a program leaves behind are found and killed",
+              "subreaper: not available in the container"),
+    ]  # fmt: skip
+    lines += _probe_programs("docker", network_expected=True)
+    return lines
+
+
+def _container_lines(host: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    memory_mb = (host.get("Memory") or 0) // (1024 * 1024)
+    checks = [
+        (host.get("NetworkMode") == "none", "network: --network none (loopback only)",
+         f"network mode is {host.get('NetworkMode')!r}, not none"),
+        (bool(host.get("ReadonlyRootfs")), "root filesystem read-only, /tmp a tmpfs",
+         "the root filesystem is writable"),
+        ("ALL" in (host.get("CapDrop") or []), "all capabilities dropped", "capabilities are not dropped"),
+        ("no-new-privileges" in (host.get("SecurityOpt") or []), "no-new-privileges set",
+         "no-new-privileges is not set"),
+        (str(config.get("User", "")) not in ("", "0", "root"), f"user {config.get('User')} (not root)",
+         "the worker runs as root"),
+        (memory_mb > 0, f"memory limit {memory_mb} MB per container (cgroup), swap off", "no memory limit"),
+        ((host.get("PidsLimit") or 0) > 0, f"pids limit {host.get('PidsLimit')} per container", "no pids limit"),
+        ((host.get("NanoCpus") or 0) > 0, f"CPU limit {(host.get('NanoCpus') or 0) / 1e9:g} CPU per container",
+         "no CPU limit"),
+    ]  # fmt: skip
+    return [_line(good, "container: " + yes, "container: " + no, bad=True) for good, yes, no in checks]
+
+
+# ------------------------------------------------------------------------------------------ cleanup
+
+
+def _stale_containers(client: Any) -> tuple[list[Any], list[Any]]:
+    from potrun.sandbox import docker as backend
+
+    stale, live = [], []
+    for container in backend.list_containers(client):
+        (live if backend._owner_alive(container.labels or {}) else stale).append(container)
+    return stale, live
+
+
+def cleanup(all_sessions: bool = False) -> list[str]:
+    """Remove sandbox containers (label potrun.sandbox=1) whose potrun process is gone (all of them with
+    `all_sessions`); lines saying what was done. Raises SandboxUnavailable without SDK or engine."""
+    from potrun.sandbox import docker as backend
+
+    removed, kept = backend.cleanup(all_sessions=all_sessions)
+    lines = [f"removed {len(removed)} leftover sandbox container(s)" + (f": {', '.join(removed)}" if removed else "")]
+    if kept:
+        lines.append(f"kept {len(kept)} container(s) of potrun processes still running: {', '.join(kept)} "
+                     "(--all removes them too)")  # fmt: skip
+    return lines
+
+
+# -------------------------------------------------------------------------------------------- helpers
+
+
+def _line(good: Any, yes: str, no: str, *, bad: bool = False) -> str:
+    return f"{OK} {yes}" if good else f"{BAD if bad else NO} {no}"
+
+
+def _safe(call: Any) -> Any:
+    try:
+        return call()
+    except Exception:
+        return None
