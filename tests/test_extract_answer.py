@@ -303,7 +303,7 @@ def test_adversarial_1mb(name: str) -> None:
     text, expected = ADVERSARIAL[name]
     start = time.perf_counter()
     got = extract_answer(text)
-    assert time.perf_counter() - start < 2.0  # a guard against hangs, not a benchmark
+    assert time.perf_counter() - start < 30.0  # a hang guard (super-linear would take hours), not a benchmark
     if expected is None:
         assert got.value is None or not isinstance(got.value, ParsedNumber) or got.value.value is not None
     else:

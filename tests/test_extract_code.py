@@ -393,5 +393,5 @@ def test_adversarial_1mb(name: str) -> None:
     start = time.perf_counter()
     got = extract_program(text)
     classify_output(text[:10_000])
-    assert time.perf_counter() - start < 2.0  # a guard against hangs, not a benchmark
+    assert time.perf_counter() - start < 30.0  # a hang guard (super-linear would take hours), not a benchmark
     assert ok(got), got.how

@@ -235,7 +235,7 @@ def test_linear_on_1mb(text: str) -> None:
     parse_number(text)
     list(find_numbers(text[:200_000]))
     last_number(text)
-    assert time.perf_counter() - start < 2.0  # a guard against hangs, not a benchmark
+    assert time.perf_counter() - start < 30.0  # a hang guard (super-linear would take hours), not a benchmark
 
 
 def test_huge_digit_strings_do_not_raise() -> None:
