@@ -286,7 +286,7 @@ def leftover_processes(trees: Iterable[PoolTree], warm: bool) -> list[Proc]:
         members.add(pid)
         stack.extend(children.get(pid, ()))
     live = {pid for pid in members if table[pid].alive}
-    workers = {pid for pid in live if table[pid].is_worker and (pid in roots or table[pid].ppid in roots)}
+    workers = _workers(roots, table)
     allowed = set(roots) | workers
     if warm:
         for worker in workers:
@@ -295,11 +295,18 @@ def leftover_processes(trees: Iterable[PoolTree], warm: bool) -> list[Proc]:
     return sorted((table[pid] for pid in live - allowed), key=lambda p: p.pid)
 
 
+def _workers(roots: frozenset[int], table: dict[int, Proc]) -> set[int]:
+    """The worker processes: the roots themselves (process backend), or the worker a container's
+    first process started. Not their children: a runner is a fork of its worker, with its command line."""
+    workers = {pid for pid in roots if pid in table and table[pid].is_worker}
+    inits = {pid for pid in roots if pid in table and not table[pid].is_worker}
+    return workers | {p.pid for p in table.values() if p.ppid in inits and p.is_worker and p.alive}
+
+
 def runner_thread_counts(box: Sandbox) -> dict[int, int]:
     """Threads of each live runner (a worker's child leading its own session), read from /proc."""
     table = process_table()
-    workers = {pid for pid in pool_tree(box).roots if pid in table}
-    workers |= {p.pid for p in table.values() if p.ppid in workers and p.is_worker}
+    workers = _workers(pool_tree(box).roots, table)
     counts = {}
     for proc in table.values():
         if proc.ppid in workers and proc.sid == proc.pid and proc.alive:

@@ -63,6 +63,7 @@ DATA_ERRORS = {
 
 POT_FILES = ["gsm8k_fewshot_codex.jsonl", "svamp_fewshot_codex.jsonl"]
 POT_TIMEOUT_S = 5.0
+NEAR_LIMIT_RERUN_S = 20.0  # a timeout on one side only: both sides again, with this limit
 # (file, line) -> why the two policies may disagree there. None so far: every real program that the
 # trusted policy runs, the restricted one runs to the same status and value.
 KNOWN_POLICY_DIFFERENCES: dict[tuple[str, int], str] = {}
@@ -76,12 +77,16 @@ def test_restricted_and_trusted_agree_on_pot_programs(name: str, pools: Pools) -
             generated = json.loads(line).get("generated")
             if isinstance(generated, list):  # the SVAMP file's prompt records have none
                 programs.append((number, generated[0]))
-    runs = {}
+    runs = {policy: _run_all(pools.get(policy, "process"), programs, POT_TIMEOUT_S) for policy in POLICIES}
+    # A program that needs most of its limit (line 826 of gsm8k: a brute-force loop, ~2.7 s of CPU) times
+    # out under one policy only when the machine is loaded: that is timing, not policy. Both sides run it
+    # again with room to finish, and must then agree.
+    near_limit = [i for i, pair in enumerate(zip(runs["restricted"], runs["trusted"]))
+                  if [r.status for r in pair].count(Status.TIMEOUT) == 1]  # fmt: skip
     for policy in POLICIES:
-        box = pools.get(policy, "process")
-        limits = dataclasses.replace(box.limits, timeout_s=POT_TIMEOUT_S).to_wire()
-        runs[policy] = list(box.run_requests(dict(box.request(source), limits=limits) for _, source in programs))
-        assert len(runs[policy]) == len(programs) and None not in runs[policy]
+        again = _run_all(pools.get(policy, "process"), [programs[i] for i in near_limit], NEAR_LIMIT_RERUN_S)
+        for i, result in zip(near_limit, again):
+            runs[policy][i] = result
     differences = {}
     for (number, _), restricted, trusted in zip(programs, runs["restricted"], runs["trusted"]):
         if restricted.status is not trusted.status or not same_value(restricted.value, trusted.value):
@@ -92,6 +97,13 @@ def test_restricted_and_trusted_agree_on_pot_programs(name: str, pools: Pools) -
     assert known <= set(differences), f"known differences that no longer differ: {known - set(differences)}"
 
 
+def _run_all(box: Sandbox, programs: list[tuple[int, str]], timeout: float) -> list[ExecResult]:
+    limits = dataclasses.replace(box.limits, timeout_s=timeout).to_wire()
+    results = list(box.run_requests(dict(box.request(source), limits=limits) for _, source in programs))
+    assert len(results) == len(programs) and None not in results
+    return results  # type: ignore[return-value]
+
+
 # ----------------------------------------------------------------------------------- hostile cases
 
 
@@ -100,7 +112,6 @@ class Run:
     """One hostile program's run and what the checks need around it."""
 
     box: Sandbox
-    policy: str
     result: ExecResult
     elapsed: float
     trees: list[PoolTree]
@@ -140,7 +151,7 @@ def test_hostile_program(case: dict[str, Any], policy: str, backend: str, box: S
     started = time.perf_counter()
     result = box.run(source)
     elapsed = time.perf_counter() - started
-    run = Run(box, policy, result, elapsed, trees, cwd, pools.launch_dir, marker, canary_listener,
+    run = Run(box, result, elapsed, trees, cwd, pools.launch_dir, marker, canary_listener,
               rss_before, rss_kib(), peak_reset)  # fmt: skip
 
     expected = case["expect"][policy]

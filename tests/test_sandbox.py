@@ -1,0 +1,136 @@
+"""Sandbox units: the restricted import guard, value conversion limits, frames, options.
+
+Fast tests of pieces the hostile suite (test_hostile.py) exercises end to end, plus regressions:
+- C code in allowlisted modules imports its helpers lazily through the program frame's `__import__`
+  (`ndarray.sum` imports numpy._core._methods, `datetime.strptime` imports _strptime): those imports
+  must pass while the program's own import statements stay on the allowlist;
+- an integer too long to write in decimal is the program's error (as `print(10 ** 100000)` is), not
+  an output limit.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from conftest import describe
+from potrun import Sandbox, Status, UsageError
+from potrun.policies import get_policy
+from potrun.policies.restricted import Guards, PolicyViolation
+from potrun.sandbox import values
+from potrun.sandbox.protocol import MAX_FRAME, FrameReader, ProtocolError, decode, encode
+
+# ------------------------------------------------------------------------------- the import guard
+
+# (id, program, status, value): lazy imports made by allowlisted C code pass, import statements do not.
+IMPORTS = [
+    ("ndarray-sum", "import numpy as np\nans = np.array([1, 2, 3]).sum()", "ok", 6),
+    ("ndarray-mean", "import numpy as np\nans = float(np.arange(5).mean())", "ok", 2.0),
+    ("strptime", "import datetime\nans = datetime.datetime.strptime('2020-01-02', '%Y-%m-%d').day", "ok", 2),
+    ("date-today", "import datetime\nans = datetime.date.today().year > 2000", "ok", True),
+    ("import-time", "import time\nans = 1", "policy_violation", None),
+    ("import-time-in-function", "def solution():\n    import time\n    return 1", "policy_violation", None),
+    ("import-os-from-numpy", "from numpy import ctypeslib\nans = 1", "policy_violation", None),
+    ("import-numpy-ctypeslib", "import numpy.ctypeslib\nans = 1", "policy_violation", None),
+    ("import-subprocess", "import subprocess\nans = 1", "policy_violation", None),
+]
+
+
+@pytest.mark.parametrize("policy", ["restricted"])
+@pytest.mark.parametrize(("source", "status", "value"), [pytest.param(*row[1:], id=row[0]) for row in IMPORTS])
+def test_restricted_imports(box: Sandbox, source: str, status: str, value: object) -> None:
+    result = box.run(source)
+    assert result.status.value == status, describe(result)
+    if status == "ok":
+        assert result.value == value and type(result.value) is type(value), describe(result)
+
+
+@pytest.fixture
+def guards() -> Guards:
+    return Guards(get_policy("restricted"))
+
+
+@pytest.mark.parametrize("name", ["numpy._core._methods", "_strptime", "time", "numpy.linalg"])
+def test_implicit_import_of_library_helpers_passes(guards: Guards, name: str) -> None:
+    module = guards.import_(name)  # called from here, not from a program's import statement
+    assert module.__name__ == name.partition(".")[0] and name in sys.modules
+    assert not guards.violations
+
+
+@pytest.mark.parametrize("name", ["os", "subprocess", "ctypes", "_posixsubprocess", "sys"])
+def test_implicit_import_of_anything_else_is_refused(guards: Guards, name: str) -> None:
+    with pytest.raises(PolicyViolation):
+        guards.import_(name)
+    assert guards.violations and guards.violations[0].rule == "forbidden_import"
+
+
+# ----------------------------------------------------------------------------------------- values
+
+
+def test_integer_too_long_to_print_is_a_value_error() -> None:
+    assert values.to_plain(10**3000) == 10**3000
+    with pytest.raises(ValueError):
+        values.to_plain(10**5000)
+    with pytest.raises(ValueError):
+        values.to_plain([1, 10**5000])
+
+
+@pytest.mark.parametrize("policy", ["restricted", "trusted"])
+def test_integer_too_long_is_the_program_error(box: Sandbox) -> None:
+    result = box.run("def solution():\n    return 10 ** 100000")
+    assert result.status is Status.ERROR and result.error_type == "ValueError", describe(result)
+
+
+def test_oversized_answers_stay_output_limits() -> None:
+    with pytest.raises(values.TooLarge):
+        values.to_plain(list(range(values.MAX_ITEMS + 1)))
+
+
+# ----------------------------------------------------------------------------------------- frames
+
+
+def test_frames_survive_any_split() -> None:
+    data = encode({"op": "run", "id": 1}) + encode({"op": "exit"})
+    for cut in range(len(data) + 1):
+        reader = FrameReader()
+        bodies = reader.feed(data[:cut]) + reader.feed(data[cut:])
+        assert [decode(body)["op"] for body in bodies] == ["run", "exit"]
+        assert reader.pending == 0
+
+
+def test_an_oversized_frame_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError):
+        FrameReader().feed((MAX_FRAME + 1).to_bytes(4, "big"))
+    with pytest.raises(ProtocolError):
+        decode(b"[1, 2]")
+
+
+# ---------------------------------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"policy": "trusted", "isolation": "warm"},
+        {"timeout": 0},
+        {"memory_mb": -1},
+    ],
+    ids=["warm-trusted", "zero-timeout", "negative-memory"],
+)
+def test_bad_options_are_usage_errors(options: dict[str, object]) -> None:
+    with pytest.raises(UsageError):
+        Sandbox(**options)  # type: ignore[arg-type]
+
+
+def test_unknown_backend_is_a_usage_error() -> None:
+    with pytest.raises(UsageError):
+        Sandbox("vm")
+
+
+@pytest.mark.parametrize("policy", ["restricted"])
+def test_a_missing_request_keeps_its_place(box: Sandbox) -> None:
+    requests = [box.request("ans = 1"), None, box.request("ans = 3")]
+    results = list(box.run_requests(requests))
+    assert results[1] is None
+    assert [r.value for r in (results[0], results[2])] == [1, 3]  # type: ignore[union-attr]
