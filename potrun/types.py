@@ -109,6 +109,7 @@ class ExecResult:
     cpu_s: float = 0.0
     peak_rss_mb: float | None = None
     attempts: int = 1
+    captured: tuple[float, ...] | None = None  # numbers the program's variables held (requests with capture)
 
     @property
     def ok(self) -> bool:
@@ -116,7 +117,7 @@ class ExecResult:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict: non-finite floats become the strings NaN, Infinity, -Infinity."""
-        return {
+        data = {
             "status": self.status.value,
             "value": json_safe(self.value),
             "value_type": self.value_type,
@@ -130,6 +131,9 @@ class ExecResult:
             "peak_rss_mb": self.peak_rss_mb,
             "attempts": self.attempts,
         }
+        if self.captured is not None:
+            data["captured"] = list(self.captured)
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,8 @@ class Sandbox:
         self.backend_name = backend
         self._backend = _make_backend(backend, hash_seed=hash_seed, image=image, limits=self.limits)
         self._pool: Pool | None = None
+        self._settings = {"hash_seed": hash_seed, "image": image}
+        self._companions: dict[tuple[str, str], Sandbox] = {}
 
     # -- life cycle ----------------------------------------------------------------------------------------
 
@@ -64,6 +66,9 @@ class Sandbox:
         return self
 
     def close(self) -> None:
+        for companion in self._companions.values():
+            companion.close()
+        self._companions.clear()
         if self._pool is not None:
             self._pool.close()
             self._pool = None
@@ -82,11 +87,26 @@ class Sandbox:
     def workers_replaced(self) -> int:
         return self._pool.replaced if self._pool is not None else 0
 
+    def companion(self, policy: str = "trusted", isolation: str = "fork", workers: int = 4) -> Sandbox:
+        """A second sandbox with this one's backend and limits under another policy (checker golds run
+        trusted, in fork isolation, beside restricted model programs); started on first use, reused,
+        and closed with this one."""
+        key = (policy, isolation)
+        if key not in self._companions:
+            limits = self.limits
+            self._companions[key] = Sandbox(
+                self.backend_name, policy=policy, workers=min(workers, self.workers), timeout=limits.timeout_s,
+                cpu_timeout=limits.cpu_s, memory_mb=limits.memory_mb, output_bytes=limits.output_bytes,
+                isolation=isolation, entry=str(self.entry), **self._settings,
+            )  # fmt: skip
+        return self._companions[key]
+
     # -- running -----------------------------------------------------------------------------------------
 
-    def request(self, source: str, entry: str | None = None) -> dict[str, Any]:
-        """The wire message for one program (plain data: what the worker receives)."""
-        return {
+    def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> dict[str, Any]:
+        """The wire message for one program (plain data: what the worker receives). `capture`: also
+        send back the numbers the program's variables held (`ExecResult.captured`), for checklists."""
+        message = {
             "op": "run",
             "source": source,
             "policy": self.policy.name,
@@ -94,13 +114,18 @@ class Sandbox:
             "isolation": str(self.isolation),
             "limits": self.limits.to_wire(),
         }
+        if capture:
+            message["capture"] = True
+        return message
 
-    def run(self, source: str, *, entry: str | None = None) -> ExecResult:
-        return next(self.run_many([source], entry=entry))
+    def run(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
+        return next(self.run_many([source], entry=entry, capture=capture))
 
-    def run_many(self, sources: Iterable[str], *, entry: str | None = None) -> Iterator[ExecResult]:
+    def run_many(self, sources: Iterable[str], *, entry: str | None = None,
+                 capture: bool = False) -> Iterator[ExecResult]:  # fmt: skip
         """One ExecResult per source, in input order; sources are read lazily."""
-        return self.run_requests(self.request(source, entry) for source in sources)  # type: ignore[return-value]
+        requests = (self.request(source, entry, capture=capture) for source in sources)
+        return self.run_requests(requests)  # type: ignore[return-value]
 
     def run_requests(self, requests: Iterable[dict[str, Any] | None]) -> Iterator[ExecResult | None]:
         """Like run_many, for prepared request messages; a None request yields None in its place."""

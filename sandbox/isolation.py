@@ -110,8 +110,23 @@ class PidsCgroup:
             return None
 
 
-def enter_runner(*, memory_mb: int, max_processes: int, uid: int | None, keep_fds: tuple[int, ...]) -> None:
-    """In a freshly forked runner: own process group, closed stdin, limits, fewer privileges."""
+def under_pids_limit() -> bool:
+    """Is this process already in a cgroup with a finite pids.max (a container's --pids-limit)?"""
+    for path in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):
+        try:
+            if Path(path).read_text().strip() != "max":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def enter_runner(*, memory_mb: int, max_processes: int | None, uid: int | None,
+                 keep_fds: tuple[int, ...]) -> None:  # fmt: skip
+    """In a freshly forked runner: own process group, closed stdin, limits, fewer privileges.
+
+    `max_processes` None: a cgroup already caps processes. RLIMIT_NPROC is the fallback only, since
+    the kernel counts it per uid across the whole machine (every container shares uid 10001)."""
     os.setsid()
     die_with_parent()
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -128,7 +143,7 @@ def enter_runner(*, memory_mb: int, max_processes: int, uid: int | None, keep_fd
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-    if os.geteuid() != 0:  # RLIMIT_NPROC is ignored for root; the pids cgroup covers that case
+    if max_processes is not None and os.geteuid() != 0:  # root ignores RLIMIT_NPROC
         resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
 
 

@@ -81,10 +81,14 @@ class Pool:
     # -- life cycle ------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        conns = [self.backend.start_worker(n) for n in range(self.size)]
-        self.slots = [Slot(n, conn) for n, conn in enumerate(conns)]
-        for slot in self.slots:
-            self._await_hello(slot)
+        try:
+            for number in range(self.size):
+                self.slots.append(Slot(number, self.backend.start_worker(number)))
+            for slot in self.slots:
+                self._await_hello(slot)
+        except BaseException:
+            self.close()  # no worker (or container) outlives a failed start
+            raise
 
     def close(self) -> None:
         for slot in self.slots:
@@ -232,11 +236,13 @@ def result_from_message(message: dict[str, Any], attempts: int = 1) -> ExecResul
     """Build an ExecResult from a worker's answer; only plain data ever arrives here."""
     fields = {name: message.get(name) for name in _RESULT_FIELDS}
     fields["stdout"] = fields["stdout"] or ""
+    captured = message.get("captured")
     return ExecResult(
         status=Status(message["status"]),
         wall_s=float(message.get("wall_s") or 0.0),
         cpu_s=float(message.get("cpu_s") or 0.0),
         attempts=attempts,
+        captured=tuple(x for x in captured if type(x) is float) if type(captured) is list else None,
         **fields,
     )
 

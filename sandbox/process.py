@@ -14,7 +14,9 @@ class ProcessWorker:
     """A worker process and its pipes. Killing it kills its whole session: runners included."""
 
     def __init__(self, slot: int, hash_seed: int, preload: tuple[str, ...] | None) -> None:
-        command = [sys.executable, "-I", "-m", "potrun.sandbox.worker", "--slot", str(slot)]
+        # -s -P, not -I: -I implies -E, which would ignore the PYTHONHASHSEED we set. The environment is
+        # ours entirely (SAFE_ENVIRONMENT), so nothing else from PYTHON* can leak in.
+        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.worker", "--slot", str(slot)]
         if preload is not None:
             command += ["--preload", ",".join(preload)]
         self.cwd = tempfile.gettempdir()

@@ -9,6 +9,8 @@ the value is converted here, under the program's own limits, and never leaves as
 from __future__ import annotations
 
 import builtins
+import itertools
+import math
 import os
 import shutil
 import sys
@@ -17,6 +19,8 @@ import threading
 import time
 import types
 from collections import OrderedDict
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Callable
 
 from potrun.policies import PolicySpec
@@ -141,8 +145,11 @@ class Runner:
             namespace = self._namespace(sink, transformed)
             _reset_shared_state(request["source"])
             exec(code, namespace)
-            value, entry = _read_entry(namespace, request.get("entry", "auto"), sink)
+            capture = Capture() if request.get("capture") else None
+            value, entry = _read_entry(namespace, request.get("entry", "auto"), sink, capture)
             result = _value_result(value, entry, request["limits"]["output_bytes"])
+            if capture is not None and result["status"] in ("ok", "no_answer"):
+                result["captured"] = capture.numbers(namespace, value)
         except SyntaxError as exc:
             return {"status": "syntax_error", "error_type": type(exc).__name__,
                     "error": _bounded(exc.msg), "line": exc.lineno}, False  # fmt: skip
@@ -205,12 +212,14 @@ class Runner:
 # -- answers ---------------------------------------------------------------------------------------
 
 
-def _read_entry(namespace: dict[str, Any], entry: str, sink: OutputSink) -> tuple[Any, str | None]:
+def _read_entry(namespace: dict[str, Any], entry: str, sink: OutputSink,
+                capture: Capture | None = None) -> tuple[Any, str | None]:  # fmt: skip
     """Find the answer the way the program was asked to give it; say which convention gave it."""
+    call = capture.call if capture is not None else _call
     if entry == "auto":
         for name in ENTRY_FUNCTIONS:
             if callable(namespace.get(name)):
-                return namespace[name](), name
+                return call(namespace[name]), name
         for name in ENTRY_VARIABLES:
             if name in namespace:
                 return namespace[name], name
@@ -218,11 +227,121 @@ def _read_entry(namespace: dict[str, Any], entry: str, sink: OutputSink) -> tupl
         return (_parse_printed(line), "stdout") if line is not None else (None, None)
     if entry in ENTRY_FUNCTIONS:
         function = namespace.get(entry)
-        return (function(), entry) if callable(function) else (None, None)
+        return (call(function), entry) if callable(function) else (None, None)
     if entry == "stdout":
         line = sink.last_line()
         return (_parse_printed(line), "stdout") if line is not None else (None, None)
     return namespace.get(entry), entry if entry in namespace else None
+
+
+def _call(function: Callable[[], Any]) -> Any:
+    return function()
+
+
+# -- captured values (process checklists) ---------------------------------------------------------------
+
+MAX_CAPTURED = 1000  # distinct numbers sent back
+MAX_VISITED = 20_000  # values looked at, inside lists, tuples, dicts and arrays included
+
+
+class Capture:
+    """The numbers a program's variables held, for process checklists; only when a request asks
+    (`"capture": true`), so that a normal run pays nothing.
+
+    The entry function's locals are read by a trace hook (`sys.settrace`: called on Python calls only,
+    not on C calls as a profile hook is; no line events) that the runner, not the program, installs
+    for the call and removes afterwards: it keeps the locals of the entry function's outermost frame
+    when that frame returns (normally or by an exception), and touches nothing else. Module globals
+    are read after the run (the `ans = ...` style). Only values whose type is exactly a known number
+    type (int, float, Fraction, Decimal, numpy numbers), or an exact list, tuple, dict or numeric array
+    of them, are looked at, so no method of the program's own classes runs; each is converted here to
+    a finite float with `values.to_plain`, and only those floats leave the runner. Bools are not
+    numbers here."""
+
+    __slots__ = ("locals", "_frame")
+
+    def __init__(self) -> None:
+        self.locals: dict[str, Any] | None = None
+        self._frame: types.FrameType | None = None
+
+    def call(self, function: Callable[[], Any]) -> Any:
+        if type(function) is not types.FunctionType:
+            return function()
+        code = function.__code__
+        previous = sys.gettrace()  # None in a runner
+
+        def on_call(frame: types.FrameType, event: str, arg: Any) -> Any:
+            if frame.f_code is code and self._frame is None:  # the outermost call only
+                self._frame = frame
+                frame.f_trace_lines = False  # no per-line events: only its return
+                return on_return
+            return None
+
+        def on_return(frame: types.FrameType, event: str, arg: Any) -> Any:
+            if event == "return" and frame is self._frame:
+                self.locals = dict(frame.f_locals)
+                sys.settrace(previous)
+            return on_return
+
+        sys.settrace(on_call)
+        try:
+            return function()
+        finally:
+            sys.settrace(previous)
+            self._frame = None
+
+    def numbers(self, namespace: dict[str, Any], answer: Any) -> list[float]:
+        """Distinct finite numbers, in the order found: the entry function's locals, the answer,
+        then the module's globals; at most MAX_CAPTURED."""
+        found: dict[float, None] = {}
+        budget = [MAX_VISITED]
+        roots = list(self.locals.values()) if self.locals is not None else []
+        self.locals = None
+        roots.append(answer)
+        roots.extend(value for name, value in list(namespace.items()) if not name.startswith("__"))
+        for value in roots:
+            _gather(value, found, budget, 0)
+            if len(found) >= MAX_CAPTURED or budget[0] <= 0:
+                break
+        return list(found)[:MAX_CAPTURED]
+
+
+_EXACT_NUMBERS = (int, float, Fraction, Decimal)
+
+
+def _gather(value: Any, found: dict[float, None], budget: list[int], depth: int) -> None:
+    budget[0] -= 1
+    if budget[0] < 0 or len(found) >= MAX_CAPTURED:
+        return
+    kind = type(value)
+    if kind in _EXACT_NUMBERS:
+        _keep(value, found)
+    elif kind is list or kind is tuple or kind is dict:
+        if depth < 3:
+            items = value.values() if kind is dict else value
+            for item in itertools.islice(items, max(budget[0], 0)):
+                _gather(item, found, budget, depth + 1)
+    else:
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            return
+        if kind is numpy.ndarray and value.dtype.kind in "iuf":
+            flat = value.flat[: max(budget[0], 0)]  # a copy of these items only, never of the whole array
+            budget[0] -= len(flat)
+            for item in flat.tolist():
+                _keep(item, found)
+        elif isinstance(value, numpy.generic) and kind.__module__ == "numpy" and value.dtype.kind in "iuf":
+            _keep(value, found)
+
+
+def _keep(value: Any, found: dict[float, None]) -> None:
+    try:
+        plain = values.to_plain(value)
+        number = float(plain) if type(plain) in (int, float) else None
+    except (ArithmeticError, ValueError, values.Unconvertible, values.TooLarge):
+        return
+    if number is not None and math.isfinite(number) and len(found) < MAX_CAPTURED:
+        found[number] = None
 
 
 def _parse_printed(line: str) -> Any:

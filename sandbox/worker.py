@@ -66,6 +66,7 @@ class Worker:
         self.cgroup = isolation.PidsCgroup.try_create(f"potrun-{os.getpid()}", MAX_PROCESSES + 2)
         if self.cgroup is not None:
             self.cgroup.enter()
+        self.processes_capped = self.cgroup is not None or isolation.under_pids_limit()
         drop = uid_base is not None and os.geteuid() == 0 and isolation.python_reachable_by_others()
         self.uid = uid_base + slot if drop and uid_base is not None else None
         self.scratch = tempfile.mkdtemp(prefix="potrun-worker-")
@@ -114,7 +115,7 @@ class Worker:
             if stdin in ready:
                 data = os.read(stdin, 1 << 20)
                 if not data:
-                    open_input = False
+                    return  # potrun is gone: nobody is left to read the answers
                 for body in reader.feed(data):
                     message = decode(body)
                     if message.get("op") == "exit":
@@ -234,7 +235,8 @@ class Worker:
             try:
                 os.close(request_write)
                 os.close(result_read)
-                isolation.enter_runner(memory_mb=limits["memory_mb"], max_processes=limits["max_processes"],
+                nproc = None if self.processes_capped else limits["max_processes"]
+                isolation.enter_runner(memory_mb=limits["memory_mb"], max_processes=nproc,
                                        uid=self.uid, keep_fds=(request_read, result_write))  # fmt: skip
                 _runner_main(request, request_read, result_write, warm, self.scratch, self.network_isolated)
             except BaseException:

@@ -38,9 +38,9 @@ CANARY_ENV = "POTRUN_CANARY_SECRET"
 DOCKER_IMAGE = "potrun-sandbox:latest"
 WORKER_MODULE = "potrun.sandbox.worker"
 
-# The docker backend (issue 7) is not on main yet: its parameter joins this list when it lands.
 BACKENDS = [
     pytest.param("process", id="process"),
+    pytest.param("docker", id="docker", marks=pytest.mark.docker),
 ]
 
 

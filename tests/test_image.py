@@ -83,7 +83,7 @@ def test_dockerfile_keeps_the_contract():
     for var in ("PYTHONDONTWRITEBYTECODE=1", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
                 "MKL_NUM_THREADS=1"):
         assert var in final
-    assert lines[-1] == 'CMD ["python3", "-I", "-m", "potrun.sandbox.worker"]'
+    assert lines[-1] == 'CMD ["python3", "-s", "-P", "-m", "potrun.sandbox.worker"]'
 
 
 # ------------------------------------------------------------------------ docker CLI and engine
@@ -219,4 +219,4 @@ def test_image_is_labelled_and_runs_the_worker(sandbox_image):
                           capture_output=True, text=True, check=True)
     label, user, cmd = proc.stdout.strip().split(" ", 2)
     assert (label, user) == ("1", "10001")
-    assert cmd == '["python3","-I","-m","potrun.sandbox.worker"]'
+    assert cmd == '["python3","-s","-P","-m","potrun.sandbox.worker"]'
