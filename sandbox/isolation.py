@@ -133,8 +133,14 @@ def enter_runner(*, memory_mb: int, max_processes: int | None, uid: int | None,
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     _close_fds_except({0, 1, 2, *keep_fds})
-    os.environ.clear()
-    os.environ.update(SAFE_ENVIRONMENT)
+    if os.environ.keys() - SAFE_ENVIRONMENT.keys() - {"PYTHONHASHSEED"} or any(
+        os.environ.get(k) != v for k, v in SAFE_ENVIRONMENT.items()
+    ):  # the process backend starts workers with exactly this environment: nothing to redo per fork
+        seed = os.environ.get("PYTHONHASHSEED")
+        os.environ.clear()
+        os.environ.update(SAFE_ENVIRONMENT)
+        if seed is not None:
+            os.environ["PYTHONHASHSEED"] = seed
     limit_bytes = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
