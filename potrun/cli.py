@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from potrun.types import PotrunError, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,7 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from potrun.pipeline import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, CheckOptions, check_records, load_golds
+    from potrun.durable import OutputWriter, resume_command, resume_output
+    from potrun.engines import make_engine
+    from potrun.pipeline import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, CheckOptions, load_golds
     from potrun.records import count_records, read_records
     from potrun.report import Progress, Summary, render
 
@@ -48,25 +52,43 @@ def cmd_check(args: argparse.Namespace) -> int:
         compare_options=_compare_options(args),
         ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
         strict=args.strict,
+        checklist_field=args.checklist_field or None,
+        checker_field=args.checker_field or None,
     )
     _check_presets(options.presets)
     golds = load_golds(args.gold, options.id_fields, options.gold_fields) if args.gold else None
-    records = read_records(args.preds)
-    sandbox = _sandbox(args)
-    summary = Summary(options.presets, settings=_settings(args, sandbox))
-    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out: the output file of the run to continue")
+    engine = make_engine(args.engine, _sandbox_options(args), cache=not args.no_cache,
+                         ray_address=args.ray_address, ray_actors=args.ray_actors)  # fmt: skip
+    summary = Summary(options.presets, settings=_settings(args, engine.sandbox))
+    records, done = read_records(args.preds), 0
+    if args.resume:  # the results already in --out count, and their records are not run again
+        records, done = resume_output(args.out, records, id_fields=options.id_fields, presets=options.presets,
+                                      add=summary.add)  # fmt: skip
+    total = count_records(args.preds)
+    out = OutputWriter(args.out, append=args.resume) if args.out else None
     try:
-        with sandbox, Progress(count_records(args.preds), enabled=not args.quiet) as progress:
-            for result in check_records(records, sandbox, options, golds):
+        with engine, Progress(None if total is None else total - done, enabled=not args.quiet) as progress:
+            summary.started = time.perf_counter()  # the engine is ready: its start-up is not throughput
+            for result in engine.results(records, options, golds):
                 summary.add(result)
                 progress.advance()
                 if out is not None:
-                    out.write(json.dumps(result.to_json()) + "\n")
-                    out.flush()
+                    out.write(result)
+            summary.finish()  # nor is its shutdown (a local Ray instance takes a second or two)
+    except KeyboardInterrupt:  # the engine is closed (workers gone); every line in --out is whole
+        if out is None:
+            print("potrun: interrupted (without --out there is nothing to resume)", file=sys.stderr)
+        else:
+            out.close()
+            print(f"potrun: interrupted; {done + out.written} records are in {args.out}. Resume with:\n"
+                  f"  {resume_command(args, args.command_parser)}", file=sys.stderr)  # fmt: skip
+        return EXIT_INTERRUPTED
     finally:
         if out is not None:
             out.close()
-    summary.finish()
+    summary.settings.update(engine.settings, cache_hits=engine.cache_hits)
     if not args.quiet:
         render(summary)
     if args.summary_json:
@@ -198,17 +220,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:
     from potrun.sandbox.api import Sandbox
 
-    return Sandbox(
-        backend=args.backend,
-        policy=args.policy,
-        workers=workers or args.workers,
-        timeout=args.timeout,
-        cpu_timeout=args.cpu_timeout,
-        memory_mb=args.memory,
-        isolation=args.isolation,
-        entry=args.entry,
-        image=args.image,
-    )
+    return Sandbox(**_sandbox_options(args, workers))
+
+
+def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> dict[str, Any]:
+    """The Sandbox keyword arguments of the sandbox options (plain data: Ray ships them to its nodes)."""
+    return {
+        "backend": args.backend,
+        "policy": args.policy,
+        "workers": workers or args.workers,
+        "timeout": args.timeout,
+        "cpu_timeout": args.cpu_timeout,
+        "memory_mb": args.memory,
+        "isolation": args.isolation,
+        "entry": args.entry,
+        "image": args.image,
+    }
 
 
 def _settings(args: argparse.Namespace, sandbox: Any) -> dict[str, Any]:
@@ -267,6 +294,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--gold-field", help="field(s) with the gold answer (default: answer,ground_truth,gold)")
     check.add_argument("--id-field", help="field(s) with the record id (default: id,qid,uid,question_id,idx)")
     check.add_argument("--gold", help="a separate file of golds, joined on the id field")
+    check.add_argument("--checklist-field", default="checklist",
+                       help="field with intermediate values the reasoning must contain (default: checklist)")
+    check.add_argument("--checker-field", default="checker",
+                       help="field with a gold checker program, def check(answer) -> bool (default: checker)")
     check.add_argument("--mode", default="pot", choices=("pot", "cot", "auto"))
     check.add_argument("--compare", default="default", help="comparator preset(s), comma-separated")
     check.add_argument("--abs", action="store_true", help="compare absolute values (PoT's SVAMP runner)")
@@ -279,8 +310,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
     check.add_argument("--strict", action="store_true", help="stop at the first bad record (exit 2)")
     check.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    check.add_argument("--resume", action="store_true",
+                       help="continue the run whose results are in --out: records already there are not run again")
+    check.add_argument("--no-cache", action="store_true",
+                       help="run every program, even one identical to a program already run in this run")
+    check.add_argument("--engine", default="local", choices=("local", "ray"),
+                       help="local: one sandbox pool here; ray: shards on a Ray cluster (pip install 'potrun[ray]')")
+    check.add_argument("--ray-address", default=None,
+                       help="the Ray cluster to join (ray://HEAD:10001, HEAD:6379 or auto); default: a local instance")
+    check.add_argument("--ray-actors", type=_positive_int, default=None,
+                       help="Ray actors, each with its own sandbox pool of --workers (default: one per node)")
     _add_sandbox_options(check)
-    check.set_defaults(handler=cmd_check)
+    check.set_defaults(handler=cmd_check, command_parser=check)
 
     run = commands.add_parser("run", help="run one program file and print its result as JSON")
     run.add_argument("program", help="a Python file, or - for standard input")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from potrun.checklists import ProcessGold, ProcessGoldError, read_process_gold, score_process
 from potrun.compare import compare
 from potrun.extractors import classify_output, extract_answer, extract_program
 from potrun.records import Record, first_present, read_records
@@ -44,6 +45,8 @@ class CheckOptions:
     compare_options: Mapping[str, Any] = field(default_factory=dict)
     ks: tuple[int, ...] = (1,)
     strict: bool = False
+    checklist_field: str | None = "checklist"  # process golds (potrun.checklists); None: not read
+    checker_field: str | None = "checker"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -72,6 +75,7 @@ class Prepared:
     samples: list[Sample] = field(default_factory=list)
     outcome: str | None = None  # skipped / bad_record: nothing to run
     message: str | None = None
+    process: ProcessGold | None = None  # a checklist or checker (potrun.checklists)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,9 @@ class RecordResult:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     samples: Mapping[str, Any] | None = None
+    checklist_passed: bool | None = None
+    checklist_missing: list[Any] | None = None
+    checker: Mapping[str, Any] | None = None
 
     @property
     def scored(self) -> bool:
@@ -113,6 +120,10 @@ class RecordResult:
             data["verdicts"] = dict(self.verdicts)
         if self.samples is not None:
             data["samples"] = dict(self.samples)
+        if self.checklist_passed is not None:
+            data["checklist_passed"], data["checklist_missing"] = self.checklist_passed, self.checklist_missing
+        if self.checker is not None:
+            data["checker"] = dict(self.checker)
         return data
 
 
@@ -148,8 +159,10 @@ def check_records(
                 return
             if not runnable:
                 yield None
-            for sample in runnable:
-                yield sandbox.request(sample.source)  # type: ignore[arg-type]
+            capture = prepared.process is not None and prepared.process.checklist is not None
+            for sample in runnable:  # a checklist is checked on the first sample: only it is captured
+                capture_this = capture and sample is prepared.samples[0]
+                yield sandbox.request(sample.source, capture=capture_this)  # type: ignore[arg-type]
 
     position = 0
     results = iter(sandbox.run_requests(requests()))
@@ -164,7 +177,7 @@ def check_records(
         executed += [next(results) for _ in range(runnable - 1)]
         if prepared.outcome == BAD_RECORD and options.strict:
             raise InputError(f"line {prepared.line}: {prepared.message}")
-        yield finish(prepared, executed, options)  # type: ignore[arg-type]
+        yield finish(prepared, executed, options, sandbox)  # type: ignore[arg-type]
         if position > 4096:
             del queue[:position]
             position = 0
@@ -205,6 +218,14 @@ def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any,
         prepared.has_gold = gold_field is not None
         prepared.gold = data[gold_field] if gold_field is not None else None
     prepared.samples = [extract_sample(text, options.mode) for text in outputs]
+    try:
+        prepared.process = read_process_gold(data, outputs[0], prepared.samples[0].mode, options.checklist_field,
+                                             options.checker_field)  # fmt: skip
+    except ProcessGoldError as exc:
+        prepared.outcome, prepared.message = BAD_RECORD, f"field {exc.field_name!r} {exc}"
+        return prepared
+    if prepared.process is not None and prepared.process.checker is not None:
+        prepared.has_gold = True  # the checker is the gold
     return prepared
 
 
@@ -219,23 +240,32 @@ def extract_sample(text: str, mode: str) -> Sample:
     return Sample("pot", program.how, source=program.source)
 
 
-def finish(prepared: Prepared, executed: list[ExecResult], options: CheckOptions) -> RecordResult:
-    """Combine a record's samples and their results into its verdict."""
+def finish(prepared: Prepared, executed: list[ExecResult], options: CheckOptions,
+           sandbox: Sandbox | None = None) -> RecordResult:  # fmt: skip
+    """Combine a record's samples and their results into its verdict (`sandbox` runs checker golds)."""
     if prepared.outcome is not None:
         return RecordResult(prepared.line, prepared.id, prepared.outcome, error=prepared.message)
     results = iter(executed)
     outcomes = [_sample_outcome(sample, results) for sample in prepared.samples]
     main = outcomes[0]
-    verdicts = _verdicts(main, prepared, options)
+    verdicts = _verdicts(main, prepared, options) if not _has_checker(prepared) else None
     correct = verdicts[options.presets[0]] if verdicts is not None else None
     summary = _samples_summary(outcomes, prepared, options) if len(outcomes) > 1 else None
-    return RecordResult(
+    result = RecordResult(
         line=prepared.line, id=prepared.id, status=main.status, value=main.value,
         value_type=main.value_type, gold=prepared.gold, correct=correct, verdicts=verdicts,
         entry=main.entry, mode=prepared.samples[0].mode, extraction=prepared.samples[0].how,
         error_type=main.error_type, error=main.error, error_line=main.line,
         timeout_kind=main.timeout_kind, wall_s=main.wall_s, cpu_s=main.cpu_s, samples=summary,
     )  # fmt: skip
+    if prepared.process is not None:
+        modes = [sample.mode for sample in prepared.samples]
+        return score_process(result, prepared.process, modes, outcomes, options, sandbox)
+    return result
+
+
+def _has_checker(prepared: Prepared) -> bool:
+    return prepared.process is not None and prepared.process.checker is not None
 
 
 def _sample_outcome(sample: Sample, results: Iterator[ExecResult]) -> ExecResult:

@@ -35,6 +35,9 @@ class Summary:
     samples_total: int = 0
     samples_executed: int = 0
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    checklist_records: int = 0  # records with a checklist (potrun.checklists)
+    checklist_passed: int = 0
+    checklist_correct: int = 0  # correct AND checklist passed
     started: float = field(default_factory=time.perf_counter)
     elapsed_s: float = 0.0
 
@@ -64,6 +67,10 @@ class Summary:
             heapq.heapreplace(self.slowest, entry)
         if result.samples:
             self._add_samples(result.samples)
+        if result.checklist_passed is not None:
+            self.checklist_records += 1
+            self.checklist_passed += result.checklist_passed
+            self.checklist_correct += result.checklist_passed and result.correct is True
 
     def _add_samples(self, samples: dict[str, Any]) -> None:
         self.sample_records += 1
@@ -83,6 +90,9 @@ class Summary:
 
     def accuracy(self, preset: str | None = None) -> float:
         return self.correct[preset or self.presets[0]] / self.graded if self.graded else 0.0
+
+    def checklist_accuracy(self) -> float:
+        return self.checklist_correct / self.checklist_records if self.checklist_records else 0.0
 
     @property
     def execution_rate(self) -> float:
@@ -104,6 +114,10 @@ class Summary:
             "programs_per_s": round(self.scored / self.elapsed_s, 1) if self.elapsed_s else 0.0,
             **self.settings,
         }  # fmt: skip
+        if self.checklist_records:
+            data["checklist_accuracy"] = round(self.checklist_accuracy(), 6)
+            data["checklist_records"] = self.checklist_records
+            data["checklist_pass_rate"] = round(self.checklist_passed / self.checklist_records, 6)
         if self.sample_records:
             data["samples"] = {
                 "records": self.sample_records,
@@ -126,6 +140,9 @@ def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
     table.add_column(justify="right")
     for preset in summary.presets:
         table.add_row(f"accuracy ({preset})", f"{summary.accuracy(preset):.4f}  ({summary.correct[preset]}/{summary.graded})")
+    if summary.checklist_records:
+        table.add_row("accuracy + checklist", f"{summary.checklist_accuracy():.4f}  "
+                      f"({summary.checklist_correct}/{summary.checklist_records} with a checklist)")  # fmt: skip
     table.add_row("execution rate", f"{summary.execution_rate:.4f}")
     table.add_row("records", f"{summary.total} = {summary.scored} scored + {summary.skipped} skipped + "
                   f"{summary.bad_record} bad")  # fmt: skip
@@ -142,7 +159,7 @@ def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
     for item in data["slowest"][:3]:
         table.add_row("slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}")
     table.add_row("throughput", f"{data['programs_per_s']:.0f} records/s in {data['elapsed_s']:.1f} s")
-    for key in ("policy", "backend", "isolation", "workers"):
+    for key in ("policy", "backend", "isolation", "workers", "engine", "cache_hits"):
         if key in data:
             table.add_row(key, str(data[key]))
     console.print(table)

@@ -1,0 +1,166 @@
+"""The dedup cache: a program that was already run in this run is not run again.
+
+RL rollouts and self-consistency samples repeat programs. `CachedSandbox` wraps a `Sandbox` (the same
+`request` / `run_requests` interface that `check_records` uses) and, per request:
+
+- its key: SHA-256 of the canonical JSON of the whole request message (source, policy, entry,
+  isolation, limits): two requests share a result only when they would run the same way;
+- a hit in the LRU of results (bounded in entries and in estimated bytes) is answered at once, and the
+  pool runs nothing in its place;
+- a duplicate of a request that is still running (in flight) waits for that one's result instead of
+  running a second copy;
+- anything else runs; its result is remembered, except a `sandbox_error` (the machinery failed, not
+  the program: the next occurrence runs again).
+
+A cache hit returns the first run's ExecResult as it was (timings included). Results still come back
+one per request, in input order. `hits` counts the programs served without running (both kinds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from potrun.types import ExecResult, Status
+
+MAX_ENTRIES = 100_000
+MAX_BYTES = 64 << 20  # estimated size of the results held
+ENTRY_OVERHEAD = 400  # bytes: the key, the ExecResult object, the LRU links
+MAX_ENTRY_BYTES = 64 << 10  # a result larger than this (a long list value) is not kept
+
+
+def request_key(message: dict[str, Any]) -> bytes:
+    """The cache key of a request message: a digest of all of it, so limits and policy are part of it."""
+    text = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def result_size(result: ExecResult) -> int:
+    """An estimate of the memory one cached result holds (bytes)."""
+    size = ENTRY_OVERHEAD + len(result.stdout) + len(result.error or "")
+    size += 32 * len(getattr(result, "captured", None) or ())
+    value = result.value
+    if isinstance(value, str):
+        size += len(value)
+    elif isinstance(value, list):
+        size += len(json.dumps(value, default=str))
+    return size
+
+
+class ResultCache:
+    """An LRU of ExecResults by request key, bounded by entries and estimated bytes."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[bytes, tuple[ExecResult, int]] = OrderedDict()
+        self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: bytes) -> ExecResult | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
+
+    def put(self, key: bytes, result: ExecResult) -> None:
+        if result.status is Status.SANDBOX_ERROR or key in self._entries:
+            return
+        size = result_size(result)
+        if size > MAX_ENTRY_BYTES:
+            return
+        self._entries[key] = (result, size)
+        self.bytes += size
+        while len(self._entries) > self.max_entries or self.bytes > self.max_bytes:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self.bytes -= dropped
+
+
+class CachedSandbox:
+    """A Sandbox that runs each distinct request once (see the module docstring).
+
+    It has the two methods `check_records` needs (`request`, `run_requests`); everything else is the
+    wrapped sandbox's. Not thread-safe: one stream of requests at a time, like the pool itself."""
+
+    def __init__(self, sandbox: Any, cache: ResultCache | None = None) -> None:
+        self.sandbox = sandbox
+        self.cache = cache if cache is not None else ResultCache()
+        self.hits = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sandbox, name)
+
+    def __enter__(self) -> CachedSandbox:
+        self.sandbox.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sandbox.close()
+
+    def request(self, source: str, entry: str | None = None, **options: Any) -> dict[str, Any]:
+        return self.sandbox.request(source, entry, **options)
+
+    def run(self, source: str, *, entry: str | None = None, **options: Any) -> ExecResult:
+        return next(self.run_many([source], entry=entry, **options))
+
+    def run_many(self, sources: Iterable[str], *, entry: str | None = None, **options: Any) -> Iterator[ExecResult]:
+        requests = (self.request(source, entry, **options) for source in sources)
+        return self.run_requests(requests)  # type: ignore[return-value]
+
+    def run_requests(self, requests: Iterable[dict[str, Any] | None]) -> Iterator[ExecResult | None]:
+        """One result per request, in input order; repeated requests are not sent to the pool."""
+        # What to do with each position of the stream, in order: ("run", key) the pool's result is the
+        # answer; ("hit", result) answered from the cache; ("dup", key) the result of an earlier
+        # position still in flight; ("none", None) a None request.
+        plans: deque[tuple[str, Any]] = deque()
+        inflight: dict[bytes, list[Any]] = {}  # key -> [duplicates waiting, result once known]
+
+        def forward() -> Iterator[dict[str, Any] | None]:
+            for message in requests:
+                if message is None:
+                    plans.append(("none", None))
+                    yield None
+                    continue
+                key = request_key(message)
+                cached = self.cache.get(key)
+                if cached is not None:
+                    plans.append(("hit", cached))
+                    yield None
+                elif key in inflight:
+                    inflight[key][0] += 1
+                    plans.append(("dup", key))
+                    yield None
+                else:
+                    inflight[key] = [0, None]
+                    plans.append(("run", key))
+                    yield message
+
+        for result in self.sandbox.run_requests(forward()):
+            kind, item = plans.popleft()
+            if kind == "none":
+                yield None
+            elif kind == "hit":
+                self.hits += 1
+                yield item
+            elif kind == "run":
+                assert result is not None
+                self.cache.put(item, result)
+                waiting = inflight[item]
+                if waiting[0]:
+                    waiting[1] = result
+                else:
+                    del inflight[item]
+                yield result
+            else:  # dup: its original came earlier in the stream, so its result is known
+                waiting = inflight[item]
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    del inflight[item]
+                self.hits += 1
+                yield waiting[1]

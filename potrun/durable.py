@@ -1,0 +1,163 @@
+"""Durable output: results are appended to `--out` as they complete, and `--resume` continues a run.
+
+The output file is one JSON line per input record, **in input order**: its n-th line is the result of
+the n-th record of the input (a JSON Lines file's n-th line, a JSON array's n-th element). Each line
+goes to the file in one `write` call on an unbuffered file as soon as its record is done, so a run that
+is killed leaves a file of complete lines, save at most a torn last one.
+
+Resume (`potrun check ... --out OUT --resume`):
+
+1. read OUT line by line beside the input records: each complete line must be the result of the record
+   at its position (same `line` and `id`), else the file belongs to another input and nothing is done;
+2. each such line is added to the summary, which is thus recomputed from the whole file;
+3. a torn last line (no newline, or not JSON) is cut off, and its record is run again;
+4. the remaining records run and their lines are appended.
+
+No record is run twice and none is missing, so the file and the summary equal those of a run that was
+never interrupted (except the run statistics elapsed_s, programs_per_s and cache_hits, which describe
+the invocation). Resume reads both files once, streaming: memory stays flat whatever their size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from potrun.pipeline import RecordResult
+from potrun.records import Record, first_present
+from potrun.types import BadRecord, UsageError
+
+RESULT_KEYS = ("line", "id", "status")
+
+
+def result_from_json(data: dict[str, Any], presets: tuple[str, ...]) -> RecordResult:
+    """A RecordResult back from its output line (what the summary needs of it): every field the line
+    has, by name; `verdicts`, left out of a line when there is one preset, from `correct`."""
+    values = {name: data[name] for name in _RESULT_FIELDS if name in data}
+    if values.get("verdicts") is None and data.get("correct") is not None:
+        values["verdicts"] = {presets[0]: data["correct"]}
+    for name in ("wall_s", "cpu_s"):
+        values[name] = float(values.get(name) or 0.0)
+    return RecordResult(**values)
+
+
+_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(RecordResult))
+
+
+def record_identity(item: Record | BadRecord, id_fields: tuple[str, ...]) -> tuple[int, Any]:
+    """(line, id) of an input record, as its result line shows them."""
+    if isinstance(item, BadRecord):
+        return item.line, None
+    id_field = first_present(item.data, id_fields)
+    return item.line, item.data[id_field] if id_field is not None else item.line
+
+
+def resume_output(
+    path: str | Path,
+    records: Iterable[Record | BadRecord],
+    *,
+    id_fields: tuple[str, ...],
+    presets: tuple[str, ...],
+    add: Any,
+) -> tuple[Iterator[Record | BadRecord], int]:
+    """Take the results already in `path`; return the records still to run and how many were done.
+
+    `add(result)` receives each result already there (the summary's `add`). A missing file is an empty
+    one (a first run with --resume starts from the beginning)."""
+    remaining = iter(records)
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return remaining, 0
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    keep = done = 0
+    torn: str | None = None
+    with handle:
+        for raw in handle:
+            if torn is not None:
+                raise UsageError(f"{path}: line {done + 1} is not a result line ({torn}); "
+                                 "it is not the last line, so the file was not written by an interrupted run")  # fmt: skip
+            data = _parse_line(raw)
+            if data is None or not raw.endswith(b"\n"):
+                torn = "not a complete JSON result" if data is None else "no end of line"
+                continue
+            item = next(remaining, None)
+            if item is None:
+                raise UsageError(f"{path} has more results than the input has records: was it written for "
+                                 "another input?")  # fmt: skip
+            line, record_id = record_identity(item, id_fields)
+            if data["line"] != line or data.get("id") != record_id:
+                raise UsageError(f"{path}: result {done + 1} is for line {data['line']} (id {data.get('id')!r}), "
+                                 f"but input record {done + 1} is line {line} (id {record_id!r}): "
+                                 "was it written for another input?")  # fmt: skip
+            add(result_from_json(data, presets))
+            keep += len(raw)
+            done += 1
+    if torn is not None:
+        os.truncate(path, keep)  # the torn last line goes; its record runs again
+    return remaining, done
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not all(key in data for key in RESULT_KEYS):
+        return None
+    return data
+
+
+class OutputWriter:
+    """Appends one JSON line per result, each in one write call as it comes (no buffer to lose)."""
+
+    def __init__(self, path: str | Path, *, append: bool = False) -> None:
+        try:
+            self._file = open(path, "ab" if append else "wb", buffering=0)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        self.path = path
+        self.offset = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
+        self.written = 0
+
+    def write(self, result: RecordResult) -> None:
+        data = (json.dumps(result.to_json()) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[self._file.write(view) :]
+        self.offset += len(data)
+        self.written += 1
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        # An interruption inside a write (between two partial writes) would leave a torn line: cut it.
+        if self._file.seek(0, os.SEEK_END) != self.offset:
+            self._file.truncate(self.offset)
+        self._file.close()
+
+
+def resume_command(args: argparse.Namespace, parser: argparse.ArgumentParser, program: str = "potrun") -> str:
+    """The shell command that resumes this run: the same options, plus --resume."""
+    words = [program, "check"]
+    for action in parser._actions:
+        if action.dest in ("help", "resume") or action.dest == argparse.SUPPRESS:
+            continue
+        value = getattr(args, action.dest, None)
+        if not action.option_strings:
+            words.append(str(value))
+            continue
+        option = max(action.option_strings, key=len)
+        if isinstance(action, argparse._StoreTrueAction):
+            if value:
+                words.append(option)
+        elif value is not None and value != action.default:
+            words += [option, str(value)]
+    return shlex.join([*words, "--resume"])

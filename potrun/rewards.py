@@ -1,0 +1,153 @@
+"""Rewards for RL training loops: score a batch of (completion, gold) pairs, get one float per pair.
+
+    from potrun.rewards import pot_reward
+    trainer = GRPOTrainer(model=..., reward_funcs=[pot_reward], train_dataset=dataset)  # an "answer" column
+
+TRL's GRPOTrainer calls each of its `reward_funcs` as `reward(prompts=..., completions=..., **columns)`
+and wants `list[float]`, one per completion; every other dataset column comes as a keyword argument of
+the same length. `pot_reward(completions, answer, **kwargs)` takes the golds from the `answer` column
+(`make_reward_function(gold_field=...)` for another name). A completion is a string, or (conversational
+datasets) a list of messages whose last `content` is used.
+
+Scales:
+- `pot_reward` (binary): 1.0 correct, 0.0 otherwise;
+- `shaped_pot_reward` (`SHAPED`): 1.0 correct, 0.1 the program ran and gave an answer but it is wrong
+  (status ok; for chain of thought: an answer was found), 0.0 anything else (no program, syntax or
+  policy error, exception, timeout, crash, no answer). A gold of None is never correct.
+
+Each completion goes through the same pipeline as `potrun check` (extraction, the sandbox, the
+comparator preset). The sandbox is shared and warm across calls: created on first use in each process
+(a forked trainer process gets its own), closed at exit (`close()` to do it sooner), with a dedup cache
+of results that also lives across calls (rollouts repeat programs). `configure(...)` sets its options
+(Sandbox keyword arguments: workers, timeout, memory_mb, policy, ...) before or between calls.
+Calls are serialized by a lock: the reward function is safe to call from several threads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from potrun.cache import CachedSandbox
+from potrun.pipeline import CheckOptions, RecordResult, check_records
+from potrun.records import Record
+from potrun.sandbox.api import Sandbox
+from potrun.types import UsageError
+
+BINARY = {"correct": 1.0, "executed": 0.0, "failed": 0.0}
+SHAPED = {"correct": 1.0, "executed": 0.1, "failed": 0.0}
+DEFAULT_SANDBOX = {"policy": "restricted", "timeout": 5.0}
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"options": dict(DEFAULT_SANDBOX), "box": None, "pid": None}
+
+
+def configure(**sandbox_options: Any) -> None:
+    """Options of the shared sandbox (`Sandbox` keyword arguments); a running one is closed and the
+    next call starts one with these."""
+    Sandbox(**{**DEFAULT_SANDBOX, **sandbox_options})  # check them now, not at the first reward
+    with _lock:
+        _close_locked()
+        _state["options"] = {**DEFAULT_SANDBOX, **sandbox_options}
+
+
+def close() -> None:
+    """Close the shared sandbox (its workers go); the next call starts a fresh one."""
+    with _lock:
+        _close_locked()
+
+
+def _close_locked() -> None:
+    box = _state["box"]
+    if box is not None and _state["pid"] == os.getpid():  # a forked child must not close its parent's
+        box.close()
+    _state["box"] = None
+
+
+def _shared_sandbox() -> CachedSandbox:
+    if _state["box"] is None or _state["pid"] != os.getpid():
+        sandbox = Sandbox(**_state["options"]).start()
+        _state["box"], _state["pid"] = CachedSandbox(sandbox), os.getpid()
+    return _state["box"]
+
+
+atexit.register(close)
+
+
+def completion_text(completion: Any) -> str:
+    """The model's output: a string, or the last message's content of a conversational completion."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Mapping):
+        return str(completion.get("content") or "")
+    if isinstance(completion, Sequence) and completion:
+        return completion_text(completion[-1])
+    return ""
+
+
+def score_completions(
+    completions: Sequence[Any],
+    golds: Sequence[Any],
+    *,
+    shaped: bool = False,
+    scale: Mapping[str, float] | None = None,
+    mode: str = "pot",
+    preset: str = "default",
+    sandbox: Any = None,
+    **compare_options: Any,
+) -> list[float]:
+    """One reward per (completion, gold) pair, in order (`SHAPED` scale when `shaped`, else `BINARY`;
+    or a `scale` of your own with the keys correct, executed, failed). `sandbox`: your own started
+    Sandbox instead of the shared one."""
+    if len(completions) != len(golds):
+        raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
+    points = dict(scale) if scale is not None else (SHAPED if shaped else BINARY)
+    results = score_records(completions, golds, mode=mode, preset=preset, sandbox=sandbox, **compare_options)
+    return [reward_of(result, points) for result in results]
+
+
+def score_records(
+    completions: Sequence[Any], golds: Sequence[Any], *, mode: str = "pot", preset: str = "default",
+    sandbox: Any = None, **compare_options: Any,
+) -> list[RecordResult]:  # fmt: skip
+    """The full RecordResult of each pair (status, value, correct, ...), for logging beside the rewards."""
+    options = CheckOptions(code_fields=("output",), gold_fields=("gold",), id_fields=(), mode=mode,
+                           presets=(preset,), compare_options=compare_options)  # fmt: skip
+    records = [Record(n, {"output": completion_text(c), "gold": g}) for n, (c, g) in enumerate(zip(completions, golds), 1)]
+    if sandbox is not None:
+        return list(check_records(records, sandbox, options))
+    with _lock:
+        return list(check_records(records, _shared_sandbox(), options))
+
+
+def reward_of(result: RecordResult, points: Mapping[str, float]) -> float:
+    if result.correct:
+        return float(points["correct"])
+    if result.status == "ok":
+        return float(points["executed"])
+    return float(points["failed"])
+
+
+def make_reward_function(
+    *, shaped: bool = False, gold_field: str = "answer", mode: str = "pot", preset: str = "default",
+    name: str | None = None, **compare_options: Any,
+) -> Callable[..., list[float]]:  # fmt: skip
+    """A reward function with TRL's signature, `reward(completions, **kwargs) -> list[float]`, reading
+    the golds from the dataset column `gold_field`."""
+
+    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        if gold_field not in kwargs:
+            raise UsageError(f"the reward needs the golds: a dataset column {gold_field!r} "
+                             f"(columns given: {', '.join(sorted(kwargs)) or 'none'})")  # fmt: skip
+        return score_completions(completions, kwargs[gold_field], shaped=shaped, mode=mode, preset=preset,
+                                 **compare_options)  # fmt: skip
+
+    reward.__name__ = reward.__qualname__ = name or ("shaped_pot_reward" if shaped else "pot_reward")
+    return reward
+
+
+pot_reward = make_reward_function()
+shaped_pot_reward = make_reward_function(shaped=True)
