@@ -18,10 +18,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from potrun.sandbox.protocol import FrameReader, ProtocolError, decode, encode
+from potrun.sandbox.protocol import (
+    PROTOCOL_VERSION,
+    FrameReader,
+    ProtocolError,
+    decode,
+    encode_exit,
+    encode_request,
+)
 from potrun.types import ExecResult, SandboxUnavailable, Status
 
-PIPELINE_DEPTH = 64  # requests in flight per worker
+PIPELINE_DEPTH = 128  # requests in flight per worker: twice what a warm runner holds (WARM_QUEUE)
 MAX_AHEAD = 20_000  # results held for in-order delivery behind one slow program
 WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
 START_TIMEOUT_S = 60.0
@@ -93,7 +100,7 @@ class Pool:
     def close(self) -> None:
         for slot in self.slots:
             try:
-                slot.conn.write(encode({"op": "exit"}))
+                slot.conn.write(encode_exit())
             except OSError:
                 pass
             slot.conn.kill()
@@ -117,9 +124,18 @@ class Pool:
                 message = decode(body)
                 if message.get("op") == "hello":
                     slot.hello = message
+                    self._check_protocol(slot)
                     return
         slot.conn.kill()
         raise SandboxUnavailable(f"{self.backend.name} worker {slot.number} did not start")
+
+    def _check_protocol(self, slot: Slot) -> None:
+        """A worker from an older image would misread every request: say so at start."""
+        spoken = slot.hello.get("protocol")
+        if spoken != PROTOCOL_VERSION:
+            slot.conn.kill()
+            raise SandboxUnavailable(f"{self.backend.name} worker {slot.number} speaks protocol {spoken}, "
+                                     f"potrun speaks {PROTOCOL_VERSION}: rebuild the sandbox image")  # fmt: skip
 
     def _replace(self, slot: Slot) -> None:
         slot.conn.kill()
@@ -143,7 +159,7 @@ class Pool:
         issued = 0
         while True:
             while retry or (not exhausted and issued - next_index < MAX_AHEAD):
-                slot = min(self.slots, key=lambda s: len(s.inflight))
+                slot = min(self.slots, key=_load)
                 if len(slot.inflight) >= PIPELINE_DEPTH:
                     break
                 if retry:
@@ -172,7 +188,7 @@ class Pool:
         if not slot.inflight:
             slot.progress = time.monotonic()
         slot.inflight.append(job)
-        slot.outbox += encode(message)
+        slot.outbox += encode_request(message)
 
     def _step(self, done: dict[int, ExecResult], retry: deque[Job]) -> None:
         """One wait for I/O: send what is queued, take what arrived, replace lost workers."""
@@ -229,22 +245,24 @@ class Pool:
         self._replace(slot)
 
 
-_RESULT_FIELDS = ("value", "value_type", "entry", "error_type", "error", "line", "timeout_kind", "stdout")
+_STATUSES = {status.value: status for status in Status}  # an unknown one: KeyError, a protocol error
 
 
 def result_from_message(message: dict[str, Any], attempts: int = 1) -> ExecResult:
     """Build an ExecResult from a worker's answer; only plain data ever arrives here."""
-    fields = {name: message.get(name) for name in _RESULT_FIELDS}
-    fields["stdout"] = fields["stdout"] or ""
-    captured = message.get("captured")
+    get = message.get
+    captured = get("captured")
     return ExecResult(
-        status=Status(message["status"]),
-        wall_s=float(message.get("wall_s") or 0.0),
-        cpu_s=float(message.get("cpu_s") or 0.0),
-        attempts=attempts,
+        status=_STATUSES[message["status"]], value=get("value"), value_type=get("value_type"),
+        entry=get("entry"), error_type=get("error_type"), error=get("error"), line=get("line"),
+        timeout_kind=get("timeout_kind"), stdout=get("stdout") or "", wall_s=float(get("wall_s") or 0.0),
+        cpu_s=float(get("cpu_s") or 0.0), attempts=attempts,
         captured=tuple(x for x in captured if type(x) is float) if type(captured) is list else None,
-        **fields,
-    )
+    )  # fmt: skip
+
+
+def _load(slot: Slot) -> int:
+    return len(slot.inflight)
 
 
 def default_workers() -> int:

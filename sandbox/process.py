@@ -41,7 +41,7 @@ class ProcessWorker:
         return self._in
 
     def read(self) -> bytes:
-        return os.read(self._out, 1 << 20)
+        return os.read(self._out, 1 << 16)
 
     def write(self, data: bytes) -> int:
         try:

@@ -1,42 +1,93 @@
-"""The worker protocol: length-prefixed JSON frames of plain data over pipes.
+"""The worker protocol: length-prefixed frames of plain data over pipes.
 
 The same frames travel between potrun and a worker process on the host and between potrun and a worker
 inside a container, so the worker program is the same in both backends. Nothing is ever pickled.
 
-Requests (potrun -> worker)::
+Requests (potrun -> worker) start with a fixed binary header (`REQUEST_HEADER`, big-endian)::
+
+    kind          B   EXIT, RUN_FORK or RUN_WARM (warm: restricted policy in warm isolation)
+    timeout_s     d   the program's wall-clock limit
+    memory_mb     Q   } which warm runner may run it: a runner is kept only
+    max_processes Q   } while these stay the same
+
+A run request's header is followed by the whole request as JSON::
 
     {"op": "run", "id": 7, "source": "...", "policy": "restricted", "entry": "auto",
      "isolation": "warm", "limits": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 2048, ...}}
-    {"op": "exit"}
 
-Replies (worker -> potrun)::
+The header repeats what the worker needs to schedule a program, so that it can stream a warm request to
+its runner untouched, without decoding the JSON: only the runner (and the worker, for a fork or a
+verdict of its own) reads it. `encode_request` builds both from the one message, so they agree. An exit
+request is the header alone.
 
-    {"op": "hello", "pid": 123, "isolation": {...what the worker could enforce...}}
+Replies (worker -> potrun) are JSON; potrun refuses a worker whose hello names another protocol::
+
+    {"op": "hello", "pid": 123, "protocol": 2, "capabilities": {...what the worker could enforce...}}
     {"op": "result", "id": 7, "status": "ok", "value": 42, "value_type": "int", ...}
+
+Inside the worker, a warm runner gets the request bodies as they came, and answers the worker with the
+result's JSON behind a small binary prefix of its own (`worker.AnswerPipe`).
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024  # a frame larger than this means a broken or hostile peer
+
+REQUEST_HEADER = struct.Struct(">BdQQ")
+EXIT, RUN_FORK, RUN_WARM = 0, 1, 2
+# One encoder for every frame: json.dumps with options builds a new encoder on each call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_DECODER = json.JSONDecoder()
 
 
 class ProtocolError(Exception):
     """The byte stream is not a sequence of valid frames."""
 
 
+class RequestHeader(NamedTuple):
+    kind: int
+    timeout_s: float
+    memory_mb: int
+    max_processes: int
+
+
 def encode(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, separators=(",", ":")).encode()
-    return _HEADER.pack(len(body)) + body
+    return frame(_ENCODER.encode(message).encode())
 
 
 def frame(body: bytes) -> bytes:
     return _HEADER.pack(len(body)) + body
+
+
+def encode_request(message: dict[str, Any]) -> bytes:
+    """The frame of a run request: its header, then the message as JSON."""
+    limits = message["limits"]
+    warm = message.get("policy") == "restricted" and message.get("isolation", "warm") == "warm"
+    header = REQUEST_HEADER.pack(RUN_WARM if warm else RUN_FORK, limits["timeout_s"], limits["memory_mb"],
+                                 limits["max_processes"])  # fmt: skip
+    return frame(header + _ENCODER.encode(message).encode())
+
+
+def encode_exit() -> bytes:
+    return frame(REQUEST_HEADER.pack(EXIT, 0.0, 0, 0))
+
+
+def request_header(body: bytes) -> RequestHeader:
+    try:
+        return RequestHeader._make(REQUEST_HEADER.unpack_from(body))
+    except struct.error as exc:
+        raise ProtocolError(f"invalid request header: {exc}") from None
+
+
+def request_message(body: bytes) -> dict[str, Any]:
+    """The JSON part of a run request's frame body."""
+    return decode(body[REQUEST_HEADER.size :])
 
 
 class FrameReader:
@@ -70,10 +121,15 @@ class FrameReader:
 
 
 def decode(body: bytes) -> dict[str, Any]:
+    # The decoder itself, not json.loads: a frame is UTF-8 JSON with no surrounding whitespace, so the
+    # encoding detection and whitespace matching of json.loads would only cost time.
     try:
-        message = json.loads(body)
-    except ValueError as exc:
+        text = body.decode()
+        message, end = _DECODER.raw_decode(text)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
         raise ProtocolError(f"invalid frame: {exc}") from None
+    if end != len(text):
+        raise ProtocolError("invalid frame: data after the JSON value")
     if not isinstance(message, dict):
         raise ProtocolError("a frame must hold a JSON object")
     return message

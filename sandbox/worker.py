@@ -12,15 +12,20 @@ state that the next program could see is killed and replaced by a fresh fork: a 
 from __future__ import annotations
 
 import argparse
+import array
+import fcntl
 import gc
 import importlib
 import json
+import math
 import os
 import select
 import shutil
 import signal
+import struct
 import sys
 import tempfile
+import termios
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -28,8 +33,18 @@ from typing import Any
 
 from potrun.policies import get_policy
 from potrun.sandbox import isolation
-from potrun.sandbox.protocol import PROTOCOL_VERSION, FrameReader, decode, encode, frame
-from potrun.sandbox.runner import Runner, install_trusted_guard
+from potrun.sandbox.protocol import (
+    EXIT,
+    PROTOCOL_VERSION,
+    RUN_WARM,
+    FrameReader,
+    ProtocolError,
+    encode,
+    frame,
+    request_header,
+    request_message,
+)
+from potrun.sandbox.runner import Runner, install_trusted_guard, open_children_list
 
 PRELOAD = (
     "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
@@ -37,10 +52,48 @@ PRELOAD = (
     "numpy.linalg", "numpy.random", "numpy.fft", "numpy.polynomial",
 )  # fmt: skip
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
-WARM_QUEUE = 32  # requests streamed ahead to a warm runner
-RECYCLE = b"\x01"
-Deque = deque[tuple[dict[str, Any], bytes]]  # requests and their frame bodies, in order
-KEEP = b"\x00"
+WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
+# ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
+# (only a lone request may be larger, and the runner, idle, reads it), so the worker always comes back
+# to read answers, and a runner blocked on writing a large answer cannot block it in turn.
+WARM_QUEUE_BYTES = 32 * 1024
+# Bytes asked of one read: a pipe holds 64 KiB, so asking more gains nothing, and a 1 MiB buffer costs
+# an mmap, page faults and an munmap on every read (~20 us, more than the read itself).
+READ_SIZE = 1 << 16
+POLL_S = 0.002  # how often the worker looks for a warm runner's answers while they flow...
+SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
+# A runner's answer to the worker: whether the runner must be replaced, and when it finished the
+# program (time.perf_counter: one clock for the worker and the runners it forks); then the JSON result.
+_ANSWER = struct.Struct(">?d")
+# Room to spare for an answer to be sure it does not wait: its framing, and a page, since the pipe
+# keeps its bytes in whole pages.
+_ANSWER_MARGIN = 4 + _ANSWER.size + 4096
+WARM_POLICY = "restricted"  # the one policy that warm runners run (the header's RUN_WARM)
+
+
+class Request:
+    """A run request as the worker holds it: its header, read on arrival, and its frame body, which a
+    warm runner gets untouched. The JSON is decoded here only when the worker needs more than the
+    header (a fork, or a verdict of its own)."""
+
+    __slots__ = ("warm", "timeout_s", "key", "body", "sent", "_message")
+
+    def __init__(self, warm: bool, timeout_s: float, key: tuple[int, int], body: bytes) -> None:
+        self.warm = warm
+        self.timeout_s = timeout_s
+        self.key = key  # the settings a warm runner is made for
+        self.body = body
+        self.sent = 0.0  # when it went to a warm runner
+        self._message: dict[str, Any] | None = None
+
+    @property
+    def message(self) -> dict[str, Any]:
+        if self._message is None:
+            self._message = request_message(self.body)
+        return self._message
+
+
+Deque = deque[Request]
 
 
 @dataclass
@@ -63,6 +116,7 @@ class Worker:
                 pass
         self.network_isolated = isolation.unshare_network()
         self.subreaper = isolation.set_subreaper()
+        self._children = open_children_list()
         # The worker joins the cgroup itself: runners inherit it at fork, with no per-fork migration.
         self.cgroup = isolation.PidsCgroup.try_create(f"potrun-{os.getpid()}", MAX_PROCESSES + 2)
         if self.cgroup is not None:
@@ -74,6 +128,7 @@ class Worker:
         if self.uid is not None:
             os.chown(self.scratch, self.uid, self.uid)
         self.warm: RunnerProcess | None = None
+        self._open_input = True  # until potrun asks the worker to exit
         # Everything imported so far lives as long as the worker: keep the collector off those pages,
         # so that runners forked from here copy fewer of them.
         gc.freeze()
@@ -93,114 +148,167 @@ class Worker:
 
     def serve(self) -> None:
         """Read requests, run them in order, answer in order. Warm requests are streamed to the runner
-        up to WARM_QUEUE ahead, so it never waits for a round trip; each still gets its full time."""
+        up to WARM_QUEUE ahead, so it never waits for a round trip; each still gets its full time,
+        counted from when the runner could start it: when it was sent, or when the runner finished the
+        program before it, whichever came later."""
         self._write(encode(self.hello()))
         stdin = sys.stdin.buffer.fileno()
         reader = FrameReader()
-        pending: deque[tuple[dict[str, Any], bytes]] = deque()  # (request, its frame body)
-        inflight: deque[tuple[dict[str, Any], bytes]] = deque()
-        head_started = 0.0
-        open_input = True
-        while open_input or pending or inflight:
-            if not inflight and pending and not _is_warm(pending[0][0]):
-                self._write(self.run_forked(pending.popleft()[0]))
+        pending: Deque = deque()
+        inflight: Deque = deque()
+        finished = 0.0  # when the warm runner finished its last answered program (its own stamp)
+        # While answers flow, look for them every POLL_S rather than wake for each one: a wake costs
+        # more than handling an answer. A look that finds none goes back to waking on the next one.
+        flowing = False
+        while self._open_input or pending or inflight:
+            if not inflight and pending and not pending[0].warm:
+                self._write(self.run_forked(pending.popleft()))
                 continue
             if not inflight:
-                head_started = time.perf_counter()
+                flowing = False
             self._dispatch_warm(pending, inflight)
-            watched = [stdin] if open_input else []
+            watched = [stdin] if self._open_input else []
             timeout = None
             if inflight:
-                watched.append(self.warm.results)  # type: ignore[union-attr]
-                timeout = max(0.0, head_started + inflight[0][0]["limits"]["timeout_s"] - time.perf_counter())
-            elif not open_input:
+                timeout = max(0.0, _deadline(inflight[0], finished) - time.perf_counter())
+            elif not self._open_input:
                 continue
-            ready, _, _ = select.select(watched, [], [], timeout)
+            if inflight and not flowing:
+                watched.append(self.warm.results)  # type: ignore[union-attr]
+            ready = self._wait(watched, timeout, flowing)
             if stdin in ready:
-                data = os.read(stdin, 1 << 20)
-                if not data:
+                if not self._read_requests(stdin, reader, pending):
                     return  # potrun is gone: nobody is left to read the answers
-                for body in reader.feed(data):
-                    message = decode(body)
-                    if message.get("op") == "exit":
-                        open_input = False
-                    elif message.get("op") == "run":
-                        pending.append((message, body))
             if inflight:
-                out, restart = self._collect_warm(inflight, ready, head_started)
+                waiting = len(inflight)
+                out, restart, finished = self._collect_warm(inflight, finished)
+                # Sleep only while answers are small: a whole queue of them then fits in half a pipe,
+                # so the runner never waits for room. Larger ones are read as they come.
+                answered = waiting - len(inflight)
+                flowing = bool(out) and not restart and len(out) <= answered * SMALL_ANSWER
                 if out:
-                    head_started = time.perf_counter()
                     self._write(out)
                 if restart:
                     pending.extendleft(reversed(inflight))
                     inflight.clear()
 
+    @staticmethod
+    def _wait(watched: list[int], timeout: float | None, flowing: bool) -> list[int]:
+        """The descriptors ready to read, after waiting for one (or the timeout), or when answers are
+        flowing, after sleeping POLL_S through answers and requests alike: potrun answers a batch of
+        answers with a batch of requests, and waking for those would only wake us again."""
+        if not flowing:
+            return select.select(watched, [], [], timeout)[0]
+        time.sleep(POLL_S if timeout is None else min(timeout, POLL_S))
+        return select.select(watched, [], [], 0)[0]
+
+    def _read_requests(self, stdin: int, reader: FrameReader, pending: Deque) -> bool:
+        """Queue what potrun sent, reading only the headers. False when potrun has gone."""
+        data = os.read(stdin, READ_SIZE)
+        if not data:
+            return False
+        for body in reader.feed(data):
+            header = request_header(body)
+            if header.kind == EXIT:
+                self._open_input = False
+            else:
+                key = (header.memory_mb, header.max_processes)
+                pending.append(Request(header.kind == RUN_WARM, header.timeout_s, key, body))
+        return True
+
     def _dispatch_warm(self, pending: Deque, inflight: Deque) -> None:
-        """Send warm requests that share the runner's settings, up to WARM_QUEUE in flight; the
-        request's frame goes on as it came, not decoded and encoded again."""
+        """Send warm requests that share the runner's settings, up to WARM_QUEUE (and WARM_QUEUE_BYTES)
+        in flight; the request's frame goes on as it came, not decoded and encoded again."""
         batch = []
-        while pending and len(inflight) < WARM_QUEUE and _is_warm(pending[0][0]):
-            key = _runner_key(pending[0][0])
+        queued = sum(len(request.body) for request in inflight)
+        now = time.perf_counter()
+        while pending and len(inflight) < WARM_QUEUE and pending[0].warm:
+            if inflight and queued + len(pending[0].body) > WARM_QUEUE_BYTES:
+                break
+            key = pending[0].key
             if self.warm is None or (self.warm.key != key and not inflight):
                 self._stop_warm()
-                self.warm = self._spawn(pending[0][0], warm=True)
+                self.warm = self._spawn(pending[0].message, key, warm=True)
             elif self.warm.key != key:
                 break
-            request, body = pending.popleft()
-            inflight.append((request, body))
-            batch.append(frame(body))
+            request = pending.popleft()
+            request.sent = now
+            inflight.append(request)
+            queued += len(request.body)
+            batch.append(frame(request.body))
         if batch:
             _write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
 
-    def _collect_warm(self, inflight: Deque, ready: list[int],
-                      head_started: float) -> tuple[bytes, bool]:  # fmt: skip
-        """Take the runner's answers, or its death, or the head's deadline. Returns (frames, restart)."""
+    def _collect_warm(self, inflight: Deque, finished: float) -> tuple[bytes, bool, float]:
+        """Take the runner's answers, or its death, or the head's deadline.
+
+        Returns (frames for potrun, whether the runner must be replaced, when the runner finished its
+        last answered program). That time is the runner's own stamp, since answers may wait up to
+        POLL_S to be read and the wait is no time of the next program's; a stamp later than the read
+        counts as the read, so that a runner cannot buy a program more time."""
         runner = self.warm
         assert runner is not None
-        if runner.results in ready:
-            data = os.read(runner.results, 1 << 20)
-            if not data:
-                return self._verdict_after_death(runner, inflight.popleft()[0], head_started), True
+        try:
+            data = os.read(runner.results, READ_SIZE)
+        except BlockingIOError:  # nothing yet
+            data = None
+        now = time.perf_counter()
+        if data == b"":
+            head = inflight.popleft()
+            return self._verdict_after_death(runner, head.message, _started(head, finished)), True, now
+        if data:
             out = []
             for body in runner.reader.feed(data):
+                recycle, stamp = _ANSWER.unpack_from(body)
                 inflight.popleft()
-                out.append(frame(body[1:]))
-                if body[:1] == RECYCLE:
+                out.append(frame(body[_ANSWER.size :]))
+                finished = min(stamp, now)
+                if recycle:
                     self._stop_warm()
-                    return b"".join(out), True
+                    return b"".join(out), True, finished
             self._clean_strays()
-            return b"".join(out), False
-        if time.perf_counter() >= head_started + inflight[0][0]["limits"]["timeout_s"]:
+            return b"".join(out), False, finished
+        if now >= _deadline(inflight[0], finished):
             isolation.kill_group(runner.pid)
-            return self._verdict_after_kill(runner, inflight.popleft()[0], head_started, "wall"), True
-        return b"", False
+            head = inflight.popleft()
+            return self._verdict_after_kill(runner, head.message, _started(head, finished), "wall"), True, now
+        return b"", False, finished
 
-    def run_forked(self, request: dict[str, Any]) -> bytes:
+    def run_forked(self, request: Request) -> bytes:
         """One program in a fresh fork of this worker; the fork is killed with its group afterwards."""
-        runner = self._spawn(request, warm=False)
+        message = request.message
+        runner = self._spawn(message, request.key, warm=False)
         started = time.perf_counter()
-        deadline = started + request["limits"]["timeout_s"]
+        deadline = started + request.timeout_s
         try:
             while True:
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0:
                     isolation.kill_group(runner.pid)
-                    return self._verdict_after_kill(runner, request, started, "wall")
+                    return self._verdict_after_kill(runner, message, started, "wall")
                 if not select.select([runner.results], [], [], remaining)[0]:
                     continue
-                data = os.read(runner.results, 1 << 20)
+                data = os.read(runner.results, READ_SIZE)
                 if not data:
-                    return self._verdict_after_death(runner, request, started)
+                    return self._verdict_after_death(runner, message, started)
                 bodies = runner.reader.feed(data)
                 if bodies:
                     self._stop(runner)
-                    return frame(bodies[0][1:])
+                    return frame(bodies[0][_ANSWER.size :])
         finally:
             self._clean_strays()
 
     def _clean_strays(self) -> None:
-        if self.subreaper:
-            isolation.kill_strays({self.warm.pid} if self.warm is not None else set())
+        if not self.subreaper:
+            return
+        keep = {self.warm.pid} if self.warm is not None else set()
+        if self._children is not None:
+            # The usual answer, no stray, costs one pread of the list kept open (opening, reading
+            # and closing it through pathlib cost ~12 us, after every batch of answers).
+            listing = os.pread(self._children, READ_SIZE, 0)
+            if len(listing) < READ_SIZE and {int(pid) for pid in listing.split()} <= keep:
+                return
+        isolation.kill_strays(keep)
 
     def _verdict_after_kill(self, runner: RunnerProcess, request: dict[str, Any], started: float,
                             kind: str) -> bytes:  # fmt: skip
@@ -229,7 +337,7 @@ class Worker:
 
     # -- runners ------------------------------------------------------------------------------------------
 
-    def _spawn(self, request: dict[str, Any], warm: bool) -> RunnerProcess:
+    def _spawn(self, request: dict[str, Any], key: tuple[int, int], warm: bool) -> RunnerProcess:
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
         limits = request["limits"]
@@ -249,7 +357,8 @@ class Worker:
                 os._exit(code)
         os.close(request_read)
         os.close(result_write)
-        return RunnerProcess(pid, request_write, result_read, _runner_key(request))
+        os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
+        return RunnerProcess(pid, request_write, result_read, key)
 
     def _stop_warm(self) -> None:
         if self.warm is not None:
@@ -275,6 +384,8 @@ class Worker:
         self._stop_warm()
         if self.subreaper:
             isolation.kill_strays(set())
+        if self._children is not None:
+            os.close(self._children)
         shutil.rmtree(self.scratch, ignore_errors=True)
         if self.cgroup is not None:
             self.cgroup.remove()
@@ -284,13 +395,41 @@ class Worker:
         self.out.flush()
 
 
+class AnswerPipe:
+    """The runner's end of the pipe that carries its answers to the worker.
+
+    Each answer is stamped with the time the runner was done with the program, which is when it
+    starts the next one: the worker reads answers only every POLL_S, and counts the next program's
+    time from the stamp. An answer that may have to wait for room in the pipe (the worker being slow
+    to read) gets no stamp (infinity), since that wait would be the next program's time: the worker
+    then counts from when it read the answer."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        try:
+            self.capacity = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+        except OSError:
+            self.capacity = 0  # unknown: no stamps
+        self._unread = array.array("i", [0])
+
+    def send(self, body: bytes, recycle: bool) -> None:
+        stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
+        _write_all(self.fd, frame(_ANSWER.pack(recycle, stamp) + body))
+
+    def _room(self) -> int:
+        fcntl.ioctl(self.fd, termios.FIONREAD, self._unread, True)  # bytes the worker has not read yet
+        return self.capacity - self._unread[0]
+
+
 def _runner_main(first: dict[str, Any], requests: int, results: int, warm: bool, scratch: str,
                  network_isolated: bool) -> None:  # fmt: skip
+    answers = AnswerPipe(results)
+
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
-        _write_all(results, frame((RECYCLE if recycle else KEEP) + json.dumps(result).encode()))
+        answers.send(json.dumps(result).encode(), recycle)
 
-    policy = get_policy(first["policy"])
+    policy = get_policy(WARM_POLICY if warm else first["policy"])
     if not policy.restricted:
         install_trusted_guard(network_isolated)
     runner = Runner(policy, send, scratch)
@@ -300,23 +439,26 @@ def _runner_main(first: dict[str, Any], requests: int, results: int, warm: bool,
         return
     reader = FrameReader()
     while True:
-        data = os.read(requests, 1 << 20)
+        data = os.read(requests, READ_SIZE)
         if not data:
             return
         for body in reader.feed(data):
-            result, recycle = runner.run(decode(body))
+            request = request_message(body)
+            if request.get("policy") != policy.name:  # the header said warm: the JSON must agree
+                raise ProtocolError(f"a {request.get('policy')!r} request reached a warm runner")
+            result, recycle = runner.run(request)
             send(result, recycle)
             if recycle:
                 return
 
 
-def _is_warm(request: dict[str, Any]) -> bool:
-    return request.get("policy") == "restricted" and request.get("isolation", "warm") == "warm"
+def _started(request: Request, finished: float) -> float:
+    """When a warm runner could start the request: once sent, and once done with the one before."""
+    return max(request.sent, finished)
 
 
-def _runner_key(request: dict[str, Any]) -> tuple[Any, ...]:
-    limits = request["limits"]
-    return request.get("policy"), limits["memory_mb"], limits["max_processes"]
+def _deadline(request: Request, finished: float) -> float:
+    return _started(request, finished) + request.timeout_s
 
 
 def _write_all(fd: int, data: bytes) -> None:
