@@ -10,6 +10,7 @@ bad_record (with its line and field).
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,14 +149,14 @@ def check_records(
     golds: Mapping[Any, Any] | None = None,
 ) -> Iterator[RecordResult]:
     """Score records; yield one RecordResult per record, in input order."""
-    queue: list[tuple[Prepared, int]] = []  # prepared records and their sample count, in order
+    queue: deque[tuple[Prepared, int]] = deque()  # prepared records and their runnable samples, in order
     prepared_records = (prepare(item, options, golds) for item in records)
 
     def requests() -> Iterator[dict[str, Any] | None]:
         for prepared in prepared_records:
             runnable = [s for s in prepared.samples if s.source is not None]
             queue.append((prepared, len(runnable)))
-            if prepared.outcome is not None and prepared.outcome == BAD_RECORD and options.strict:
+            if prepared.outcome == BAD_RECORD and options.strict:
                 return
             if not runnable:
                 yield None
@@ -164,30 +165,14 @@ def check_records(
                 capture_this = capture and sample is prepared.samples[0]
                 yield sandbox.request(sample.source, capture=capture_this)  # type: ignore[arg-type]
 
-    position = 0
     results = iter(sandbox.run_requests(requests()))
-    while True:
-        first = next(results, _END)
-        if first is _END:
-            break
-        prepared, runnable = queue[position]
-        queue[position] = (None, 0)  # type: ignore[assignment]  # let it go
-        position += 1
+    for first in results:  # one result per request, and one None per record with nothing to run
+        prepared, runnable = queue.popleft()
         executed = [first] if runnable else []
         executed += [next(results) for _ in range(runnable - 1)]
-        if prepared.outcome == BAD_RECORD and options.strict:
-            raise InputError(f"line {prepared.line}: {prepared.message}")
         yield finish(prepared, executed, options, sandbox)  # type: ignore[arg-type]
-        if position > 4096:
-            del queue[:position]
-            position = 0
-    # A strict run stops at its first bad record, which then has no result to wait for.
-    for prepared, _ in queue[position:]:
-        if prepared is not None and prepared.outcome == BAD_RECORD and options.strict:
-            raise InputError(f"line {prepared.line}: {prepared.message}")
-
-
-_END: Any = object()
+    for prepared, _ in queue:  # only a strict run's first bad record is left: it was never sent
+        raise InputError(f"line {prepared.line}: {prepared.message}")
 
 
 def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any, Any] | None) -> Prepared:
