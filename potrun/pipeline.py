@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from potrun.checklists import ProcessGold, ProcessGoldError, read_process_gold, score_process
-from potrun.compare import compare
+from potrun.compare import PRESETS, compare
 from potrun.extractors import classify_output, extract_answer, extract_program
 from potrun.records import Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
@@ -277,8 +277,6 @@ def _verdicts(outcome: ExecResult, prepared: Prepared, options: CheckOptions) ->
 
 def _options_for(preset: str, options: CheckOptions) -> dict[str, Any]:
     """Comparator options apply to the presets that take them (`--abs` to pot and default, ...)."""
-    from potrun.compare import PRESETS
-
     accepted = PRESETS[preset].defaults
     return {name: value for name, value in options.compare_options.items() if name in accepted}
 

@@ -177,20 +177,41 @@ def kill_group(pid: int) -> None:
             pass
 
 
-def stray_children(keep: set[int]) -> list[int]:
-    """Children of this (subreaper) process other than `keep`: orphans a program left behind."""
-    pid = os.getpid()
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(child) for child in text.split() if int(child) not in keep]
+class ChildList:
+    """This process's children, zombies included, from /proc through a descriptor kept open: one pread
+    each time (~0.5 us; opening the file each time cost ~12 us, after every batch of answers).
+    Open it in the process whose children it lists."""
+
+    _READ = 1 << 16  # one pread of this size is cheap; a larger buffer costs an mmap each time
+
+    def __init__(self) -> None:
+        pid = os.getpid()
+        self._path = f"/proc/{pid}/task/{pid}/children"
+        try:
+            self._fd: int | None = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._fd = None  # the kernel keeps no such list
+
+    def pids(self) -> set[int] | None:
+        """The children now; None where the kernel keeps no list."""
+        if self._fd is None:
+            return None
+        listing = os.pread(self._fd, self._READ, 0)
+        if len(listing) == self._READ:  # thousands of children: read it whole
+            listing = Path(self._path).read_bytes()
+        return {int(pid) for pid in listing.split()}
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
-def kill_strays(keep: set[int]) -> None:
-    """Kill and reap every orphan re-parented to us, and their groups, until none is left."""
+def kill_strays(keep: set[int], children: ChildList) -> None:
+    """Kill and reap every orphan re-parented to us (a subreaper), and their groups, until none is
+    left. The usual case, no stray, costs one pread."""
     for _ in range(100):
-        strays = stray_children(keep)
+        strays = (children.pids() or set()) - keep
         if not strays:
             break
         for pid in strays:

@@ -109,7 +109,7 @@ class Runner:
         self._sink: OutputSink | None = None
         self._cpu_backstop: float | None = None  # CPU time at which the backstop strikes; None: exact limit
         # A restricted program cannot touch the descriptor; a trusted one could, so it keeps waitpid.
-        self._children = open_children_list() if policy.restricted else None
+        self._children = isolation.ChildList() if policy.restricted else None
 
     # -- one program ---------------------------------------------------------------------------------
 
@@ -222,23 +222,14 @@ class Runner:
         """Nothing a program started may outlive it: no thread, no child process (a zombie counts)."""
         if threading.active_count() != self._threads:
             return False
-        if self._children is not None:
-            return not os.pread(self._children, 64, 0)  # one read; waitpid raises when all is well
+        children = self._children.pids() if self._children is not None else None
+        if children is not None:
+            return not children  # one pread, where waitpid raises an exception when all is well
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return True
         return False
-
-
-def open_children_list() -> int | None:
-    """A descriptor of /proc's list of this process's children, zombies included, which a pread reads
-    afresh each time; None where the kernel keeps no such list."""
-    pid = os.getpid()
-    try:
-        return os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
 
 
 # -- answers ---------------------------------------------------------------------------------------
@@ -501,4 +492,4 @@ def _group_of(pid: int) -> int | None:
         return None
 
 
-__all__ = ["Runner", "install_trusted_guard", "open_children_list", "PROGRAM_MODULE"]
+__all__ = ["Runner", "install_trusted_guard", "PROGRAM_MODULE"]

@@ -6,7 +6,6 @@ waste the program's own time. Only known types are converted; anything else is r
 
 from __future__ import annotations
 
-import math
 import sys
 from decimal import Decimal
 from fractions import Fraction
@@ -103,7 +102,3 @@ def bounded_repr(value: Any, limit: int = REPR_LIMIT) -> str:
     except Exception as exc:  # a hostile __repr__ is the program's own error
         text = f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def is_finite_number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)

@@ -44,7 +44,7 @@ from potrun.sandbox.protocol import (
     request_header,
     request_message,
 )
-from potrun.sandbox.runner import Runner, install_trusted_guard, open_children_list
+from potrun.sandbox.runner import Runner, install_trusted_guard
 
 PRELOAD = (
     "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
@@ -116,7 +116,7 @@ class Worker:
                 pass
         self.network_isolated = isolation.unshare_network()
         self.subreaper = isolation.set_subreaper()
-        self._children = open_children_list()
+        self._children = isolation.ChildList()
         # The worker joins the cgroup itself: runners inherit it at fork, with no per-fork migration.
         self.cgroup = isolation.PidsCgroup.try_create(f"potrun-{os.getpid()}", MAX_PROCESSES + 2)
         if self.cgroup is not None:
@@ -302,13 +302,7 @@ class Worker:
         if not self.subreaper:
             return
         keep = {self.warm.pid} if self.warm is not None else set()
-        if self._children is not None:
-            # The usual answer, no stray, costs one pread of the list kept open (opening, reading
-            # and closing it through pathlib cost ~12 us, after every batch of answers).
-            listing = os.pread(self._children, READ_SIZE, 0)
-            if len(listing) < READ_SIZE and {int(pid) for pid in listing.split()} <= keep:
-                return
-        isolation.kill_strays(keep)
+        isolation.kill_strays(keep, self._children)
 
     def _verdict_after_kill(self, runner: RunnerProcess, request: dict[str, Any], started: float,
                             kind: str) -> bytes:  # fmt: skip
@@ -383,9 +377,8 @@ class Worker:
     def close(self) -> None:
         self._stop_warm()
         if self.subreaper:
-            isolation.kill_strays(set())
-        if self._children is not None:
-            os.close(self._children)
+            isolation.kill_strays(set(), self._children)
+        self._children.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
         if self.cgroup is not None:
             self.cgroup.remove()
