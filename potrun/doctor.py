@@ -42,7 +42,7 @@ def diagnose(backend: str = "process") -> list[str]:
 def _diagnose_process() -> list[str]:
     from potrun.sandbox import isolation
 
-    lines = ["backend process: workers are local processes (python -I -m potrun.sandbox.worker)"]
+    lines = ["backend process: workers are local processes (python -s -P -m potrun.sandbox.worker)"]
     reachable = isolation.python_reachable_by_others()
     lines.append(_line(reachable, "Python is reachable by an unprivileged uid",
                        f"Python ({os.path.dirname(os.__file__)}) is not readable by other users: runners "
@@ -55,6 +55,10 @@ def _diagnose_process() -> list[str]:
               "network namespace: programs run in an empty network namespace (no network at all)",
               "network namespace: not allowed here; the restricted policy refuses socket imports and a "
               "guard refuses connect/bind/sendto in trusted programs"),
+        _line(capabilities.get("private_scratch"),
+              f"scratch: programs write only to a private {isolation.SCRATCH_MB} MiB tmpfs, never to the disk",
+              "scratch: no private tmpfs (needs root for a mount namespace); programs' files go to the "
+              "temporary directory's disk, limited only per file (RLIMIT_FSIZE)"),
         _line(capabilities.get("pids_cgroup"),
               "pids cgroup: each worker's programs are capped in number of processes by a cgroup",
               "pids cgroup: not available (needs root and cgroup v1 pids); RLIMIT_NPROC caps processes "

@@ -65,6 +65,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from potrun.sandbox.isolation import SCRATCH_MB
 from potrun.types import Limits, SandboxUnavailable
 
 log = logging.getLogger("potrun.sandbox.docker")
@@ -78,7 +79,7 @@ SLOTS_PER_CONTAINER = 1  # one worker slot per container
 WORKER_OVERHEAD_MB = 256  # the worker process, the /tmp tmpfs, page cache: above the program's own limit
 PIDS_OVERHEAD = 2  # the worker and its runner: the program itself gets exactly max_processes
 NANO_CPUS = 1_000_000_000  # one CPU per container
-TMPFS = {"/tmp": "rw,size=64m,mode=1777"}
+TMPFS = {"/tmp": f"rw,size={SCRATCH_MB}m,mode=1777"}
 CONTAINER_USER = "10001"
 WORKER_COMMAND = ("python3", "-s", "-P", "-m", "potrun.sandbox.worker")
 START_TIMEOUT_S = 60.0  # creating, attaching and starting one container
@@ -138,7 +139,7 @@ def container_options(*, image: str, slot: int, limits: Limits, hash_seed: int, 
     memory_mb = limits.memory_mb * SLOTS_PER_CONTAINER + WORKER_OVERHEAD_MB
     return {
         "image": image,
-        "command": [*WORKER_COMMAND, "--slot", str(slot)],
+        "command": [*WORKER_COMMAND, "--slot", str(slot), "--scratch-is-private"],
         "name": name,
         "stdin_open": True,  # with detach=False (the default) the SDK also sets StdinOnce
         "tty": False,  # no tty: the output is multiplexed with 8-byte headers, stdin is passed as is

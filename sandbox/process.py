@@ -1,8 +1,9 @@
-"""The process backend: workers are local processes (`python -I -m potrun.sandbox.worker`)."""
+"""The process backend: workers are local processes (`python -s -P -m potrun.sandbox.worker`)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,7 +17,10 @@ class ProcessWorker:
     def __init__(self, slot: int, hash_seed: int, preload: tuple[str, ...] | None) -> None:
         # -s -P, not -I: -I implies -E, which would ignore the PYTHONHASHSEED we set. The environment is
         # ours entirely (SAFE_ENVIRONMENT), so nothing else from PYTHON* can leak in.
-        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.worker", "--slot", str(slot)]
+        # The worker's scratch directory is made here and removed in kill(), as workers are killed.
+        self.scratch = tempfile.mkdtemp(prefix="potrun-worker-")
+        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.worker", "--slot", str(slot),
+                   "--scratch", self.scratch]  # fmt: skip
         if preload is not None:
             command += ["--preload", ",".join(preload)]
         self.cwd = tempfile.gettempdir()
@@ -55,6 +59,7 @@ class ProcessWorker:
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 try:

@@ -12,9 +12,7 @@ import builtins
 import itertools
 import math
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import types
@@ -95,21 +93,29 @@ class _Printer:
 
 
 class Runner:
-    """Executes programs under one policy; one instance per runner process."""
+    """Executes programs under one policy.
 
-    def __init__(self, policy: PolicySpec, send: Callable[[dict[str, Any], bool], None], scratch: str) -> None:
+    A warm runner (`warm=True`) is made in its runner process and runs many programs there, checking
+    after each that nothing the program started outlives it. A fork runner is made once, in the
+    worker, and each fork runs one program on its own copy of it; the fork is killed afterwards, so
+    there is nothing to check. `send` and `scratch` belong to the process that runs the programs:
+    a fork sets them to its own answer pipe and its fresh directory."""
+
+    def __init__(self, policy: PolicySpec, *, warm: bool, send: Callable[[dict[str, Any], bool], None] | None = None,
+                 scratch: str = "") -> None:  # fmt: skip
         self.policy = policy
+        self.warm = warm
         self.send = send
+        self.scratch = scratch
         self.guards = Guards(policy) if policy.restricted else None
         self._compiled: OrderedDict[str, tuple[types.CodeType, bool]] = OrderedDict()
         self._suspicious = suspicious_names(policy.allowed_modules) if policy.restricted else frozenset()
         self._threads = threading.active_count()
-        self._scratch_base = scratch
         self._current: dict[str, Any] | None = None
         self._sink: OutputSink | None = None
         self._cpu_backstop: float | None = None  # CPU time at which the backstop strikes; None: exact limit
         # A restricted program cannot touch the descriptor; a trusted one could, so it keeps waitpid.
-        self._children = isolation.ChildList() if policy.restricted else None
+        self._children = isolation.ChildList() if warm and policy.restricted else None
 
     # -- one program ---------------------------------------------------------------------------------
 
@@ -118,10 +124,9 @@ class Runner:
         self._current = request
         limits = request["limits"]
         self._limit_cpu(limits["cpu_s"], limits["timeout_s"])
-        # A restricted program cannot touch files, so a warm runner's one scratch directory stays
-        # empty; a trusted program gets a fresh directory of its own (and a fresh fork).
-        scratch = tempfile.mkdtemp(dir=self._scratch_base) if self.guards is None else self._scratch_base
-        os.chdir(scratch)
+        # A warm runner's directory stays empty, since a restricted program cannot touch files; a
+        # fork's is its own, made and removed by the worker.
+        os.chdir(self.scratch)
         sink = self._sink = OutputSink(limits["output_bytes"], self._overflow)
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = sink  # type: ignore[assignment]
@@ -130,15 +135,12 @@ class Runner:
             result, recycle = self._execute(request, sink)
         finally:
             sys.stdout, sys.stderr = saved
-            if scratch != self._scratch_base:
-                os.chdir(self._scratch_base)
-                _remove_scratch(scratch)
         result["id"] = request.get("id")
         result["wall_s"] = time.perf_counter() - wall0
         result["cpu_s"] = time.process_time() - cpu0
         if sink.tail:
             result["stdout"] = sink.tail
-        return result, recycle or not self._pristine()
+        return result, recycle or (self.warm and not self._pristine())
 
     def _limit_cpu(self, cpu_s: float, timeout_s: float) -> None:
         """RLIMIT_CPU for the next program: `cpu_s` more seconds from now.
@@ -215,7 +217,7 @@ class Runner:
         if self._sink is not None and self._current is not None:
             result = _output_limit_result(self._sink)
             result["id"] = self._current.get("id")
-            self.send(result, True)
+            self.send(result, True)  # type: ignore[misc]
             os._exit(0)
 
     def _pristine(self) -> bool:
@@ -450,13 +452,6 @@ def _reset_shared_state(source: str) -> None:
     if numpy is not None and ("seterr" in source or "printoptions" in source):
         numpy.seterr(all="warn", under="ignore")
         numpy.set_printoptions()
-
-
-def _remove_scratch(path: str) -> None:
-    try:
-        os.rmdir(path)
-    except OSError:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 # -- trusted runners: guard the machinery, not the program --------------------------------------------

@@ -1,4 +1,4 @@
-"""The worker: `python -I -m potrun.sandbox.worker`, the same program on the host and in a container.
+"""The worker: `python -s -P -m potrun.sandbox.worker`, the same program on the host and in a container.
 
 It imports numpy and the allowlisted modules once, isolates itself (an empty network namespace, a
 subreaper, a pids cgroup where the machine has them), then reads run requests as frames on stdin and
@@ -108,7 +108,8 @@ class RunnerProcess:
 
 
 class Worker:
-    def __init__(self, slot: int, uid_base: int | None, preload: tuple[str, ...]) -> None:
+    def __init__(self, slot: int, uid_base: int | None, preload: tuple[str, ...], scratch: str | None = None,
+                 scratch_is_private: bool = False) -> None:  # fmt: skip
         for name in preload:
             try:
                 importlib.import_module(name)
@@ -124,10 +125,14 @@ class Worker:
         self.processes_capped = self.cgroup is not None or isolation.under_pids_limit()
         drop = uid_base is not None and os.geteuid() == 0 and isolation.python_reachable_by_others()
         self.uid = uid_base + slot if drop and uid_base is not None else None
-        self.scratch = tempfile.mkdtemp(prefix="potrun-worker-")
-        if self.uid is not None:
-            os.chown(self.scratch, self.uid, self.uid)
+        # Given by potrun, which removes it even if this worker is killed; or our own.
+        self.scratch = scratch or tempfile.mkdtemp(prefix="potrun-worker-")
+        # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
+        self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
+        self.private_scratch = scratch_is_private or self.mounted_scratch
+        self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
         self.warm: RunnerProcess | None = None
+        self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
         self._open_input = True  # until potrun asks the worker to exit
         # Everything imported so far lives as long as the worker: keep the collector off those pages,
         # so that runners forked from here copy fewer of them.
@@ -137,6 +142,7 @@ class Worker:
     def hello(self) -> dict[str, Any]:
         capabilities = isolation.Capabilities(
             network_namespace=self.network_isolated,
+            private_scratch=self.private_scratch,
             pids_cgroup=self.cgroup is not None,
             drop_privileges=self.uid is not None,
             subreaper=self.subreaper,
@@ -228,7 +234,7 @@ class Worker:
             key = pending[0].key
             if self.warm is None or (self.warm.key != key and not inflight):
                 self._stop_warm()
-                self.warm = self._spawn(pending[0].message, key, warm=True)
+                self.warm = self._spawn(pending[0].message, key)
             elif self.warm.key != key:
                 break
             request = pending.popleft()
@@ -275,9 +281,10 @@ class Worker:
         return b"", False, finished
 
     def run_forked(self, request: Request) -> bytes:
-        """One program in a fresh fork of this worker; the fork is killed with its group afterwards."""
+        """One program in a fresh fork of this worker, in a fresh directory; the fork is killed with its
+        group afterwards, and the directory removed."""
         message = request.message
-        runner = self._spawn(message, request.key, warm=False)
+        runner = self._fork(message, self._own_directory("fork"))
         started = time.perf_counter()
         deadline = started + request.timeout_s
         try:
@@ -297,6 +304,7 @@ class Worker:
                     return frame(bodies[0][_ANSWER.size :])
         finally:
             self._clean_strays()
+            shutil.rmtree(os.path.join(self.scratch, "fork"), ignore_errors=True)
 
     def _clean_strays(self) -> None:
         if not self.subreaper:
@@ -331,28 +339,57 @@ class Worker:
 
     # -- runners ------------------------------------------------------------------------------------------
 
-    def _spawn(self, request: dict[str, Any], key: tuple[int, int], warm: bool) -> RunnerProcess:
+    def _spawn(self, request: dict[str, Any], key: tuple[int, int]) -> RunnerProcess:
+        """A warm runner: it reads requests from a pipe until it must be replaced."""
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
-        limits = request["limits"]
-        pid = os.fork()
-        if pid == 0:  # the runner
-            code = 0
-            try:
-                os.close(request_write)
-                os.close(result_read)
-                nproc = None if self.processes_capped else limits["max_processes"]
-                isolation.enter_runner(memory_mb=limits["memory_mb"], max_processes=nproc,
-                                       uid=self.uid, keep_fds=(request_read, result_write))  # fmt: skip
-                _runner_main(request, request_read, result_write, warm, self.scratch, self.network_isolated)
-            except BaseException:
-                code = 70
-            finally:
-                os._exit(code)
+        pid = isolation.fork()
+        if pid == 0:
+            os.close(request_write)
+            os.close(result_read)
+            self._enter_runner(request, (request_read, result_write))
+            _serve_warm(request_read, result_write, self.warm_scratch)
         os.close(request_read)
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
         return RunnerProcess(pid, request_write, result_read, key)
+
+    def _fork(self, request: dict[str, Any], scratch: str) -> RunnerProcess:
+        """A fork that runs this one program, on its copy of the policy's runner."""
+        runner = self._fork_runner(request["policy"])
+        result_read, result_write = os.pipe()
+        pid = isolation.fork()
+        if pid == 0:
+            os.close(result_read)
+            self._enter_runner(request, (result_write,))
+            _run_one(runner, request, result_write, scratch, self.network_isolated)
+        os.close(result_write)
+        return RunnerProcess(pid, -1, result_read, ())
+
+    def _fork_runner(self, policy: str) -> Runner:
+        if policy not in self._fork_runners:
+            self._fork_runners[policy] = Runner(get_policy(policy), warm=False)
+        return self._fork_runners[policy]
+
+    def _enter_runner(self, request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
+        """In a new runner: enter its limits. Returns only to run programs; the runner never comes back
+        to the worker's code, whatever happens (os._exit)."""
+        limits = request["limits"]
+        try:
+            nproc = None if self.processes_capped else limits["max_processes"]
+            isolation.enter_runner(memory_mb=limits["memory_mb"], max_processes=nproc, uid=self.uid,
+                                   keep_fds=keep_fds)  # fmt: skip
+        except BaseException:
+            os._exit(70)
+
+    def _own_directory(self, name: str) -> str:
+        """A new directory under the worker's scratch, owned by the runners' uid. One left behind
+        (a program made it impossible to remove) stops the worker, rather than be reused."""
+        path = os.path.join(self.scratch, name)
+        os.mkdir(path)
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+        return path
 
     def _stop_warm(self) -> None:
         if self.warm is not None:
@@ -372,13 +409,15 @@ class Worker:
                 pass
         if self.warm is runner:
             self.warm = None
-            _empty_directory(self.scratch)
+            _empty_directory(self.warm_scratch)
 
     def close(self) -> None:
         self._stop_warm()
         if self.subreaper:
             isolation.kill_strays(set(), self._children)
         self._children.close()
+        if self.mounted_scratch:
+            isolation.unmount(self.scratch)  # its files go with it
         shutil.rmtree(self.scratch, ignore_errors=True)
         if self.cgroup is not None:
             self.cgroup.remove()
@@ -414,35 +453,51 @@ class AnswerPipe:
         return self.capacity - self._unread[0]
 
 
-def _runner_main(first: dict[str, Any], requests: int, results: int, warm: bool, scratch: str,
-                 network_isolated: bool) -> None:  # fmt: skip
+def _serve_warm(requests: int, results: int, scratch: str) -> None:
+    """A warm runner's life: run the restricted programs that come, until told to stop or replaced."""
     answers = AnswerPipe(results)
 
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
         answers.send(json.dumps(result).encode(), recycle)
 
-    policy = get_policy(WARM_POLICY if warm else first["policy"])
-    if not policy.restricted:
-        install_trusted_guard(network_isolated)
-    runner = Runner(policy, send, scratch)
-    if not warm:
-        result, recycle = runner.run(first)
-        send(result, recycle)
-        return
-    reader = FrameReader()
-    while True:
-        data = os.read(requests, READ_SIZE)
-        if not data:
-            return
-        for body in reader.feed(data):
-            request = request_message(body)
-            if request.get("policy") != policy.name:  # the header said warm: the JSON must agree
-                raise ProtocolError(f"a {request.get('policy')!r} request reached a warm runner")
-            result, recycle = runner.run(request)
-            send(result, recycle)
-            if recycle:
-                return
+    code = 0
+    try:
+        runner = Runner(get_policy(WARM_POLICY), warm=True, send=send, scratch=scratch)
+        reader = FrameReader()
+        while data := os.read(requests, READ_SIZE):
+            for body in reader.feed(data):
+                request = request_message(body)
+                if request.get("policy") != WARM_POLICY:  # the header said warm: the JSON must agree
+                    raise ProtocolError(f"a {request.get('policy')!r} request reached a warm runner")
+                result, recycle = runner.run(request)
+                send(result, recycle)
+                if recycle:
+                    return
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _run_one(runner: Runner, request: dict[str, Any], results: int, scratch: str, network_isolated: bool) -> None:
+    """A fork's life: one program, one answer (its stamp unused: the worker waits for it)."""
+
+    def send(result: dict[str, Any], recycle: bool) -> None:
+        result.setdefault("op", "result")
+        _write_all(results, frame(_ANSWER.pack(recycle, math.inf) + json.dumps(result).encode()))
+
+    code = 0
+    try:
+        if not runner.policy.restricted:
+            install_trusted_guard(network_isolated)
+        runner.send = send
+        runner.scratch = scratch
+        send(*runner.run(request))
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
 
 
 def _started(request: Request, finished: float) -> float:
@@ -490,9 +545,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slot", type=int, default=0)
     parser.add_argument("--uid-base", type=int, default=isolation.SLOT_UID_BASE)
     parser.add_argument("--preload", default=",".join(PRELOAD))
+    parser.add_argument("--scratch", default=None, help="an empty directory for the programs' files")
+    parser.add_argument("--scratch-is-private", action="store_true",
+                        help="the temporary directory is a small file system of this worker's own already")
     args = parser.parse_args(argv)
     isolation.die_with_parent()
-    worker = Worker(args.slot, args.uid_base, tuple(filter(None, args.preload.split(","))))
+    worker = Worker(args.slot, args.uid_base, tuple(filter(None, args.preload.split(","))), args.scratch,
+                    args.scratch_is_private)  # fmt: skip
     try:
         worker.serve()
     except (BrokenPipeError, KeyboardInterrupt):

@@ -41,6 +41,7 @@ from conftest import (
     worker_host_pid,
 )
 from potrun import ExecResult, Isolation, Sandbox, Status
+from potrun.sandbox import isolation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HOSTILE = [json.loads(line) for line in (DATA / "hostile" / "hostile_programs.jsonl").read_text().splitlines()
@@ -438,3 +439,49 @@ def test_program_whose_worker_is_lost_twice_is_a_sandbox_error(box: Sandbox) -> 
     assert result.attempts == 2 and result.error_type == "WorkerLost", describe(result)
     assert box.workers_replaced == replaced + 2
     assert_pool_healthy(box)
+
+
+# ------------------------------------------------------------------------------------------- scratch
+
+FILL_SCRATCH = """
+import os
+chunk = b"x" * (1 << 20)
+written = 0
+try:
+    for n in range(200):  # 200 MiB in files of 8 MiB, each under the per-file limit
+        with open(f"fill-{n}", "wb") as out:
+            for _ in range(8):
+                out.write(chunk)
+                written += 1
+except OSError as exc:
+    ans = f"{written} {exc.errno}"
+"""
+
+
+@pytest.mark.parametrize("policy", ["trusted"])
+def test_programs_fill_only_their_private_scratch(box: Sandbox, backend: str) -> None:
+    """Where the worker could mount one (root, a mount namespace), programs write to a small private
+    tmpfs: filling it is the program's own ENOSPC, not the machine's full disk."""
+    if not box.capabilities.get("private_scratch"):
+        pytest.skip("no private scratch here: the worker cannot make a mount namespace")
+    result = box.run(FILL_SCRATCH)
+    assert result.status is Status.OK, describe(result)
+    written_mib, errno = map(int, str(result.value).split())
+    assert errno == 28 and written_mib <= isolation.SCRATCH_MB, describe(result)
+    assert_pool_healthy(box)
+    assert box.run("import os\nans = len(os.listdir('.'))").value == 0, "the next program saw the files"
+
+
+@pytest.mark.parametrize("kill_a_worker", [False, True])
+def test_worker_scratch_directories_are_removed(kill_a_worker: bool) -> None:
+    """Each worker's scratch directory goes with the pool, also when the worker was killed."""
+    with Sandbox(policy="trusted", workers=2, timeout=TIMEOUT_S) as box:
+        assert box._pool is not None
+        box.run("open('left-behind.txt', 'w').write('x')\nans = 1")
+        scratches = [slot.conn.scratch for slot in box._pool.slots]  # type: ignore[attr-defined]
+        assert all(os.path.isdir(path) for path in scratches)
+        if kill_a_worker:
+            os.kill(worker_host_pid(box._pool.slots[0].conn), signal.SIGKILL)
+            assert_pool_healthy(box)
+            scratches += [slot.conn.scratch for slot in box._pool.slots]  # type: ignore[attr-defined]
+    assert [path for path in scratches if os.path.exists(path)] == []
