@@ -38,6 +38,7 @@ STDOUT_TAIL = 1000  # characters of printed output kept with the result
 ENTRY_FUNCTIONS = ("solution", "solver")
 ENTRY_VARIABLES = ("ans", "answer", "result")
 COMPILE_CACHE_SIZE = 4096
+PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
 CPU_BACKSTOP = 10  # a restricted program's RLIMIT_CPU, in CPU limits, where the wall limit binds first
 
 
@@ -93,22 +94,23 @@ class _Printer:
 
 
 class Runner:
-    """Executes programs under one policy.
+    """Executes programs under one policy, in the runner process's directory and limits.
 
-    A warm runner (`warm=True`) is made in its runner process and runs many programs there, checking
-    after each that nothing the program started outlives it. A fork runner is made once, in the
-    worker, and each fork runs one program on its own copy of it; the fork is killed afterwards, so
-    there is nothing to check. `send` and `scratch` belong to the process that runs the programs:
-    a fork sets them to its own answer pipe and its fresh directory."""
+    A warm runner (`warm=True`) is made in its runner process and runs many programs there, setting
+    the CPU limit for each and checking after each that nothing the program started outlives it. A
+    fork runner is made once, in the worker, and each fork runs one program on its own copy of it
+    (its limits entered at the fork); the fork is killed afterwards, so there is nothing to check.
+    `send` belongs to the process that runs the programs: a fork sets it to its own answer pipe."""
 
-    def __init__(self, policy: PolicySpec, *, warm: bool, send: Callable[[dict[str, Any], bool], None] | None = None,
-                 scratch: str = "") -> None:  # fmt: skip
+    def __init__(self, policy: PolicySpec, *, warm: bool,
+                 send: Callable[[dict[str, Any], bool], None] | None = None) -> None:  # fmt: skip
         self.policy = policy
         self.warm = warm
         self.send = send
-        self.scratch = scratch
         self.guards = Guards(policy) if policy.restricted else None
         self._compiled: OrderedDict[str, tuple[types.CodeType, bool]] = OrderedDict()
+        # A fork's copy keeps the one program compiled ahead for it; the worker keeps no more.
+        self._cache_size = COMPILE_CACHE_SIZE if warm else 1
         self._suspicious = suspicious_names(policy.allowed_modules) if policy.restricted else frozenset()
         self._threads = threading.active_count()
         self._current: dict[str, Any] | None = None
@@ -117,16 +119,25 @@ class Runner:
         # A restricted program cannot touch the descriptor; a trusted one could, so it keeps waitpid.
         self._children = isolation.ChildList() if warm and policy.restricted else None
 
+    def prepare(self, source: str) -> None:
+        """Compile a program ahead, in the worker, for the fork that will run it: Python code run for
+        the first time in a fresh fork pays a page fault for nearly every object it touches, and
+        compiling was a quarter of a fork's cost. Small sources only, so that compiling outside the
+        program's limits stays cheap; whatever fails is left to the fork, to report as the program's."""
+        if len(source) <= PREPARE_LIMIT:
+            try:
+                self._compile(source)
+            except Exception:
+                pass
+
     # -- one program ---------------------------------------------------------------------------------
 
     def run(self, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """Run one program; return its result and whether this runner must be replaced."""
         self._current = request
         limits = request["limits"]
-        self._limit_cpu(limits["cpu_s"], limits["timeout_s"])
-        # A warm runner's directory stays empty, since a restricted program cannot touch files; a
-        # fork's is its own, made and removed by the worker.
-        os.chdir(self.scratch)
+        if self.warm:
+            self._limit_cpu(limits["cpu_s"], limits["timeout_s"])
         sink = self._sink = OutputSink(limits["output_bytes"], self._overflow)
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = sink  # type: ignore[assignment]
@@ -200,7 +211,7 @@ class Runner:
                 code = compile_checked_program(source, self._suspicious)
                 cached = (code, False) if code is not None else (compile_restricted_program(source), True)
             self._compiled[source] = cached
-            if len(self._compiled) > COMPILE_CACHE_SIZE:
+            if len(self._compiled) > self._cache_size:
                 self._compiled.popitem(last=False)
         return cached
 
@@ -457,23 +468,26 @@ def _reset_shared_state(source: str) -> None:
 # -- trusted runners: guard the machinery, not the program --------------------------------------------
 
 
-def install_trusted_guard(network_isolated: bool) -> None:
-    """An audit hook for trusted programs: no signals outside the program's group, no dlopen, and no
-    sockets when there is no network namespace. Extra to the OS limits, never instead of them."""
-    own_group = os.getpgid(0)
+AuditHook = Callable[[str, tuple[Any, ...]], None]
+
+
+def trusted_audit_hook(network_isolated: bool) -> AuditHook:
+    """The audit hook for trusted programs: no signals outside the program's group, no dlopen, and no
+    sockets when there is no network namespace. Extra to the OS limits, never instead of them. Made
+    once by the worker; each trusted runner adds it (`sys.addaudithook`) before running anything."""
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in ("os.kill", "os.killpg"):
             target = args[0]
             group = target if event == "os.killpg" else _group_of(target)
-            if group != own_group:
+            if group != os.getpgid(0):
                 raise PermissionError(f"signals outside the program's process group are refused ({event})")
         elif event == "ctypes.dlopen":
             raise PermissionError("loading native libraries is refused")
         elif not network_isolated and event in ("socket.connect", "socket.bind", "socket.sendto"):
             raise PermissionError("network access is refused")
 
-    sys.addaudithook(hook)
+    return hook
 
 
 def _group_of(pid: int) -> int | None:
@@ -487,4 +501,4 @@ def _group_of(pid: int) -> int | None:
         return None
 
 
-__all__ = ["Runner", "install_trusted_guard", "PROGRAM_MODULE"]
+__all__ = ["AuditHook", "Runner", "trusted_audit_hook", "PROGRAM_MODULE"]

@@ -16,7 +16,6 @@ import array
 import fcntl
 import gc
 import importlib
-import json
 import math
 import os
 import select
@@ -39,12 +38,13 @@ from potrun.sandbox.protocol import (
     RUN_WARM,
     FrameReader,
     ProtocolError,
+    dumps,
     encode,
     frame,
     request_header,
     request_message,
 )
-from potrun.sandbox.runner import Runner, install_trusted_guard
+from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
 
 PRELOAD = (
     "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
@@ -115,6 +115,7 @@ class Worker:
                 importlib.import_module(name)
             except ImportError:
                 pass
+        isolation.scrub_environment()
         self.network_isolated = isolation.unshare_network()
         self.subreaper = isolation.set_subreaper()
         self._children = isolation.ChildList()
@@ -133,6 +134,7 @@ class Worker:
         self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
         self.warm: RunnerProcess | None = None
         self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
+        self._trusted_hook = trusted_audit_hook(self.network_isolated)  # added by each trusted fork
         self._open_input = True  # until potrun asks the worker to exit
         # Everything imported so far lives as long as the worker: keep the collector off those pages,
         # so that runners forked from here copy fewer of them.
@@ -284,7 +286,8 @@ class Worker:
         """One program in a fresh fork of this worker, in a fresh directory; the fork is killed with its
         group afterwards, and the directory removed."""
         message = request.message
-        runner = self._fork(message, self._own_directory("fork"))
+        scratch = self._own_directory("fork")
+        runner = self._fork(message, scratch)
         started = time.perf_counter()
         deadline = started + request.timeout_s
         try:
@@ -304,7 +307,7 @@ class Worker:
                     return frame(bodies[0][_ANSWER.size :])
         finally:
             self._clean_strays()
-            shutil.rmtree(os.path.join(self.scratch, "fork"), ignore_errors=True)
+            _remove_directory(scratch)
 
     def _clean_strays(self) -> None:
         if not self.subreaper:
@@ -347,38 +350,46 @@ class Worker:
         if pid == 0:
             os.close(request_write)
             os.close(result_read)
-            self._enter_runner(request, (request_read, result_write))
-            _serve_warm(request_read, result_write, self.warm_scratch)
+            self._enter_runner(request, self.warm_scratch, (request_read, result_write), warm=True)
+            _serve_warm(request_read, result_write)
         os.close(request_read)
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
         return RunnerProcess(pid, request_write, result_read, key)
 
     def _fork(self, request: dict[str, Any], scratch: str) -> RunnerProcess:
-        """A fork that runs this one program, on its copy of the policy's runner."""
+        """A fork that runs this one program, on its copy of the policy's runner.
+
+        Everything is made before the fork: from the fork until the fork is reaped, every page this
+        worker writes is copied (it is shared with the fork), and Python writes to many."""
         runner = self._fork_runner(request["policy"])
+        runner.prepare(request["source"])
+        hook = None if runner.policy.restricted else self._trusted_hook
         result_read, result_write = os.pipe()
+        process = RunnerProcess(0, -1, result_read, ())
         pid = isolation.fork()
         if pid == 0:
             os.close(result_read)
-            self._enter_runner(request, (result_write,))
-            _run_one(runner, request, result_write, scratch, self.network_isolated)
+            self._enter_runner(request, scratch, (result_write,), warm=False)
+            _run_one(runner, request, result_write, hook)
         os.close(result_write)
-        return RunnerProcess(pid, -1, result_read, ())
+        process.pid = pid
+        return process
 
     def _fork_runner(self, policy: str) -> Runner:
         if policy not in self._fork_runners:
             self._fork_runners[policy] = Runner(get_policy(policy), warm=False)
         return self._fork_runners[policy]
 
-    def _enter_runner(self, request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
-        """In a new runner: enter its limits. Returns only to run programs; the runner never comes back
-        to the worker's code, whatever happens (os._exit)."""
+    def _enter_runner(self, request: dict[str, Any], cwd: str, keep_fds: tuple[int, ...], warm: bool) -> None:
+        """In a new runner: enter its directory and limits (a fork's CPU limit too; a warm runner sets
+        it per program). Returns only to run programs: the runner never comes back to the worker's
+        code, whatever happens (os._exit)."""
         limits = request["limits"]
         try:
             nproc = None if self.processes_capped else limits["max_processes"]
-            isolation.enter_runner(memory_mb=limits["memory_mb"], max_processes=nproc, uid=self.uid,
-                                   keep_fds=keep_fds)  # fmt: skip
+            isolation.enter_runner(cwd=cwd, memory_mb=limits["memory_mb"], cpu_s=None if warm else limits["cpu_s"],
+                                   max_processes=nproc, uid=self.uid, keep_fds=keep_fds)  # fmt: skip
         except BaseException:
             os._exit(70)
 
@@ -453,17 +464,17 @@ class AnswerPipe:
         return self.capacity - self._unread[0]
 
 
-def _serve_warm(requests: int, results: int, scratch: str) -> None:
+def _serve_warm(requests: int, results: int) -> None:
     """A warm runner's life: run the restricted programs that come, until told to stop or replaced."""
     answers = AnswerPipe(results)
 
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
-        answers.send(json.dumps(result).encode(), recycle)
+        answers.send(dumps(result), recycle)
 
     code = 0
     try:
-        runner = Runner(get_policy(WARM_POLICY), warm=True, send=send, scratch=scratch)
+        runner = Runner(get_policy(WARM_POLICY), warm=True, send=send)
         reader = FrameReader()
         while data := os.read(requests, READ_SIZE):
             for body in reader.feed(data):
@@ -480,19 +491,18 @@ def _serve_warm(requests: int, results: int, scratch: str) -> None:
         os._exit(code)
 
 
-def _run_one(runner: Runner, request: dict[str, Any], results: int, scratch: str, network_isolated: bool) -> None:
+def _run_one(runner: Runner, request: dict[str, Any], results: int, audit_hook: AuditHook | None) -> None:
     """A fork's life: one program, one answer (its stamp unused: the worker waits for it)."""
 
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
-        _write_all(results, frame(_ANSWER.pack(recycle, math.inf) + json.dumps(result).encode()))
+        _write_all(results, frame(_ANSWER.pack(recycle, math.inf) + dumps(result)))
 
     code = 0
     try:
-        if not runner.policy.restricted:
-            install_trusted_guard(network_isolated)
+        if audit_hook is not None:
+            sys.addaudithook(audit_hook)
         runner.send = send
-        runner.scratch = scratch
         send(*runner.run(request))
     except BaseException:
         code = 70
@@ -527,6 +537,13 @@ def _reap_status(pid: int) -> tuple[int, float]:
     except ChildProcessError:
         return 0, 0.0
     return status, usage.ru_utime + usage.ru_stime
+
+
+def _remove_directory(path: str) -> None:
+    try:
+        os.rmdir(path)  # empty, as most programs leave it
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _empty_directory(path: str) -> None:
