@@ -12,19 +12,15 @@ state that the next program could see is killed and replaced by a fresh fork: a 
 from __future__ import annotations
 
 import argparse
-import array
 import fcntl
 import gc
 import importlib
 import math
 import os
 import select
-import shutil
 import signal
 import struct
 import sys
-import tempfile
-import termios
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -49,8 +45,12 @@ from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
 PRELOAD = (
     "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
     "collections", "operator", "re", "string", "random", "heapq", "bisect", "copy", "numpy",
-    "numpy.linalg", "numpy.random", "numpy.fft", "numpy.polynomial",
+    "numpy.linalg",
 )  # fmt: skip
+# Allowed modules that a worker imports once a program it forked has imported them: every module a
+# worker holds makes each of its forks dearer (numpy.random maps ~70 more memory areas, which a fork
+# copies and its exit unmaps: ~4% of a fork's cost), and few programs use these.
+PRELOAD_ON_DEMAND = ("numpy.random", "numpy.fft", "numpy.polynomial")
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
 WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
@@ -62,9 +62,11 @@ WARM_QUEUE_BYTES = 32 * 1024
 READ_SIZE = 1 << 16
 POLL_S = 0.002  # how often the worker looks for a warm runner's answers while they flow...
 SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
-# A runner's answer to the worker: whether the runner must be replaced, and when it finished the
-# program (time.perf_counter: one clock for the worker and the runners it forks); then the JSON result.
-_ANSWER = struct.Struct(">?d")
+# A runner's answer to the worker: whether the runner must be replaced, when it finished the program
+# (time.perf_counter: one clock for the worker and the runners it forks), and which PRELOAD_ON_DEMAND
+# modules it holds (a bit each); then the JSON result.
+_ANSWER = struct.Struct(">?dB")
+FIONREAD = 0x541B  # termios.FIONREAD on Linux: bytes waiting in a pipe
 # Room to spare for an answer to be sure it does not wait: its framing, and a page, since the pipe
 # keeps its bytes in whole pages.
 _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
@@ -127,7 +129,7 @@ class Worker:
         drop = uid_base is not None and os.geteuid() == 0 and isolation.python_reachable_by_others()
         self.uid = uid_base + slot if drop and uid_base is not None else None
         # Given by potrun, which removes it even if this worker is killed; or our own.
-        self.scratch = scratch or tempfile.mkdtemp(prefix="potrun-worker-")
+        self.scratch = scratch or _temporary_directory()
         # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
         self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
         self.private_scratch = scratch_is_private or self.mounted_scratch
@@ -267,7 +269,7 @@ class Worker:
         if data:
             out = []
             for body in runner.reader.feed(data):
-                recycle, stamp = _ANSWER.unpack_from(body)
+                recycle, stamp, _ = _ANSWER.unpack_from(body)
                 inflight.popleft()
                 out.append(frame(body[_ANSWER.size :]))
                 finished = min(stamp, now)
@@ -304,6 +306,7 @@ class Worker:
                 bodies = runner.reader.feed(data)
                 if bodies:
                     self._stop(runner)
+                    self._import_on_demand(_ANSWER.unpack_from(bodies[0])[2])
                     return frame(bodies[0][_ANSWER.size :])
         finally:
             self._clean_strays()
@@ -376,6 +379,14 @@ class Worker:
         process.pid = pid
         return process
 
+    def _import_on_demand(self, held: int) -> None:
+        """Import the PRELOAD_ON_DEMAND modules that a fork's program imported (bits of `held`), so that
+        the next forks have them already."""
+        for bit, name in enumerate(PRELOAD_ON_DEMAND):
+            if held >> bit & 1 and name not in sys.modules:
+                importlib.import_module(name)
+                gc.freeze()
+
     def _fork_runner(self, policy: str) -> Runner:
         if policy not in self._fork_runners:
             self._fork_runners[policy] = Runner(get_policy(policy), warm=False)
@@ -429,7 +440,7 @@ class Worker:
         self._children.close()
         if self.mounted_scratch:
             isolation.unmount(self.scratch)  # its files go with it
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        _remove_tree(self.scratch)
         if self.cgroup is not None:
             self.cgroup.remove()
 
@@ -453,15 +464,15 @@ class AnswerPipe:
             self.capacity = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
         except OSError:
             self.capacity = 0  # unknown: no stamps
-        self._unread = array.array("i", [0])
+        self._unread = bytearray(4)
 
     def send(self, body: bytes, recycle: bool) -> None:
         stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        _write_all(self.fd, frame(_ANSWER.pack(recycle, stamp) + body))
+        _write_all(self.fd, frame(_ANSWER.pack(recycle, stamp, 0) + body))
 
     def _room(self) -> int:
-        fcntl.ioctl(self.fd, termios.FIONREAD, self._unread, True)  # bytes the worker has not read yet
-        return self.capacity - self._unread[0]
+        fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
+        return self.capacity - int.from_bytes(self._unread, sys.byteorder)
 
 
 def _serve_warm(requests: int, results: int) -> None:
@@ -496,7 +507,8 @@ def _run_one(runner: Runner, request: dict[str, Any], results: int, audit_hook: 
 
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
-        _write_all(results, frame(_ANSWER.pack(recycle, math.inf) + dumps(result)))
+        held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
+        _write_all(results, frame(_ANSWER.pack(recycle, math.inf, held) + dumps(result)))
 
     code = 0
     try:
@@ -543,13 +555,27 @@ def _remove_directory(path: str) -> None:
     try:
         os.rmdir(path)  # empty, as most programs leave it
     except OSError:
-        shutil.rmtree(path, ignore_errors=True)
+        _remove_tree(path)
+
+
+def _remove_tree(path: str) -> None:
+    # shutil is imported only here, when a program left files: it imports zlib, bz2 and lzma, whose
+    # memory areas every fork would otherwise copy.
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _temporary_directory() -> str:
+    import tempfile  # (it imports shutil)
+
+    return tempfile.mkdtemp(prefix="potrun-worker-")
 
 
 def _empty_directory(path: str) -> None:
     for entry in os.scandir(path):
         if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
+            _remove_tree(entry.path)
         else:
             try:
                 os.unlink(entry.path)

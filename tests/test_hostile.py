@@ -477,7 +477,10 @@ def test_worker_scratch_directories_are_removed(kill_a_worker: bool) -> None:
     """Each worker's scratch directory goes with the pool, also when the worker was killed."""
     with Sandbox(policy="trusted", workers=2, timeout=TIMEOUT_S) as box:
         assert box._pool is not None
-        box.run("open('left-behind.txt', 'w').write('x')\nans = 1")
+        left = box.run("import os\nos.mkdir('d')\nopen('d/left-behind.txt', 'w').write('x')\nans = 1")
+        assert left.status is Status.OK, describe(left)
+        assert box.run("import os\nans = os.listdir('.')").value == []
+        assert box.workers_replaced == 0
         scratches = [slot.conn.scratch for slot in box._pool.slots]  # type: ignore[attr-defined]
         assert all(os.path.isdir(path) for path in scratches)
         if kill_a_worker:

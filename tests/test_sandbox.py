@@ -134,3 +134,25 @@ def test_a_missing_request_keeps_its_place(box: Sandbox) -> None:
     results = list(box.run_requests(requests))
     assert results[1] is None
     assert [r.value for r in (results[0], results[2])] == [1, 3]  # type: ignore[union-attr]
+
+
+# ----------------------------------------------------------------------------- modules on demand
+
+# (spelled so that the source does not say "random": a program that does gets numpy.random seeded)
+HOLDS_NUMPY_RANDOM = "import sys\nans = 'numpy.' + 'rand' + 'om' in sys.modules"
+USES_NUMPY_RANDOM = "import numpy as np\nrng = np.random.default_rng(7)\nans = int(rng.integers(1000))"
+
+
+def test_a_worker_imports_on_demand_the_modules_its_programs_used() -> None:
+    """numpy.random is not preloaded (every module a worker holds makes each fork dearer); once a
+    forked program has imported it, the worker imports it too, and later forks start with it."""
+    import numpy as np
+
+    expected = int(np.random.default_rng(7).integers(1000))
+    with Sandbox(policy="trusted", isolation="fork", workers=1, timeout=10) as box:
+        before, used, after, again = box.run_many([HOLDS_NUMPY_RANDOM, USES_NUMPY_RANDOM, HOLDS_NUMPY_RANDOM,
+                                                   USES_NUMPY_RANDOM])  # fmt: skip
+    assert before.value is False, describe(before)
+    assert used.status is Status.OK and used.value == expected, describe(used)
+    assert after.value is True, describe(after)
+    assert again.value == expected, describe(again)
