@@ -17,6 +17,7 @@ import sys
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -28,6 +29,7 @@ PR_SET_PDEATHSIG = 1
 SLOT_UID_BASE = 1_800_000_000  # runners drop to SLOT_UID_BASE + slot: one uid per worker
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 FILE_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a program may write to one file
+MAX_FD = 1 << 20  # descriptors above the ones a runner keeps are closed up to this one (close_range)
 SCRATCH_MB = 64  # the size of a worker's private scratch file system, shared by its programs in turn
 
 SAFE_ENVIRONMENT = {
@@ -175,33 +177,57 @@ def scrub_environment() -> None:
         os.environ["PYTHONHASHSEED"] = seed
 
 
-def enter_runner(*, cwd: str, memory_mb: int, cpu_s: float | None, max_processes: int | None, uid: int | None,
-                 keep_fds: tuple[int, ...]) -> None:  # fmt: skip
-    """In a freshly forked runner: own process group, closed stdin, its directory, limits, fewer
-    privileges.
+class RunnerEntry:
+    """How a worker's runners enter their sandbox.
 
-    `cpu_s` None: the runner sets its CPU limit per program (a warm runner). `max_processes` None: a
-    cgroup already caps processes. RLIMIT_NPROC is the fallback only, since the kernel counts it per
-    uid across the whole machine (every container shares uid 10001)."""
-    os.setsid()
-    os.chdir(cwd)
-    die_with_parent()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    _close_fds_except({0, 1, 2, *keep_fds})
-    limit_bytes = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
-    if cpu_s is not None:
-        set_cpu_limit(cpu_s)
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    if max_processes is not None and os.geteuid() != 0:  # root ignores RLIMIT_NPROC
-        resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
+    Made once in the worker, which then holds what every runner inherits: no core files, the file
+    size limit, /dev/null open. `enter` runs in each freshly forked runner, and does only what differs
+    per runner: Python run for the first time in a fresh fork pays a page fault for nearly every object
+    it touches (~3 us each, copied), so every line here costs every program.
+
+    `max_processes` is enforced by a pids cgroup where the worker has one (`processes_capped`);
+    RLIMIT_NPROC is the fallback only, since the kernel counts it per uid across the whole machine
+    (every container shares uid 10001)."""
+
+    def __init__(self, uid: int | None, processes_capped: bool) -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+        self.devnull = os.open(os.devnull, os.O_RDWR)
+        self.cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        self.uid = uid
+        self.processes_capped = processes_capped
+
+    def enter(self, cwd: str, limits: dict[str, Any], keep_fds: tuple[int, ...], fork: bool) -> None:
+        """Own session and process group, stdin/stdout/stderr on /dev/null, no other descriptor but
+        `keep_fds`, the directory `cwd`, the memory limit, a fork's CPU limit (a warm runner sets it
+        for each program), fewer privileges."""
+        os.setsid()
+        os.chdir(cwd)
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the worker
+        for fd in (0, 1, 2):
+            os.dup2(self.devnull, fd)
+        low = 3
+        for fd in sorted(keep_fds):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, MAX_FD)
+        memory = limits["memory_mb"] * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if fork:  # a fresh process: none of its CPU time is spent yet
+            resource.setrlimit(resource.RLIMIT_CPU, cpu_limit(0.0, limits["cpu_s"], self.cpu_hard))
+        if self.uid is not None:
+            os.setgroups([])
+            os.setgid(self.uid)
+            os.setuid(self.uid)
+        if not self.processes_capped and os.geteuid() != 0:  # root ignores RLIMIT_NPROC
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"], limits["max_processes"]))
+
+
+def cpu_limit(used: float, seconds: float, hard: int) -> tuple[int, int]:
+    """RLIMIT_CPU allowing `seconds` more than `used`: SIGXCPU (which kills) at the soft limit, the
+    next whole second after; only the soft limit moves."""
+    soft = int(used + seconds) + 1
+    return (soft if hard == resource.RLIM_INFINITY else min(soft, hard)), hard
 
 
 def set_cpu_limit(seconds: float) -> None:
@@ -211,12 +237,8 @@ def set_cpu_limit(seconds: float) -> None:
     not root may lower its hard limit but never raise it back. The worker's wall-clock SIGKILL is the
     backstop for a program that catches SIGXCPU (only a trusted program can)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    used = usage.ru_utime + usage.ru_stime
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    soft = int(used + seconds) + 1
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    resource.setrlimit(resource.RLIMIT_CPU, cpu_limit(usage.ru_utime + usage.ru_stime, seconds, hard))
 
 
 def kill_group(pid: int) -> None:
@@ -275,12 +297,3 @@ def kill_strays(keep: set[int], children: ChildList) -> None:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
-
-
-def _close_fds_except(keep: set[int]) -> None:
-    high = 0
-    for fd in sorted(keep):
-        if fd > high:
-            os.closerange(high, fd)
-        high = fd + 1
-    os.closerange(high, 4096)

@@ -1,7 +1,7 @@
 """The runner: the process that executes programs, one at a time, under the worker's watch.
 
 A runner is forked from the worker (which has numpy and the allowlist already imported), enters its
-limits (`isolation.enter_runner`) and runs either one program (fork isolation) or many, resetting what a
+limits (`isolation.RunnerEntry`) and runs either one program (fork isolation) or many, resetting what a
 program may change between them (warm isolation, restricted policy only). It answers with plain data:
 the value is converted here, under the program's own limits, and never leaves as an object.
 """

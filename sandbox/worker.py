@@ -11,7 +11,6 @@ state that the next program could see is killed and replaced by a fresh fork: a 
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import gc
 import importlib
@@ -125,9 +124,10 @@ class Worker:
         self.cgroup = isolation.PidsCgroup.try_create(f"potrun-{os.getpid()}", MAX_PROCESSES + 2)
         if self.cgroup is not None:
             self.cgroup.enter()
-        self.processes_capped = self.cgroup is not None or isolation.under_pids_limit()
         drop = uid_base is not None and os.geteuid() == 0 and isolation.python_reachable_by_others()
         self.uid = uid_base + slot if drop and uid_base is not None else None
+        processes_capped = self.cgroup is not None or isolation.under_pids_limit()
+        self.entry = isolation.RunnerEntry(self.uid, processes_capped)
         # Given by potrun, which removes it even if this worker is killed; or our own.
         self.scratch = scratch or _temporary_directory()
         # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
@@ -353,7 +353,7 @@ class Worker:
         if pid == 0:
             os.close(request_write)
             os.close(result_read)
-            self._enter_runner(request, self.warm_scratch, (request_read, result_write), warm=True)
+            self._enter_runner(request, self.warm_scratch, (request_read, result_write), fork=False)
             _serve_warm(request_read, result_write)
         os.close(request_read)
         os.close(result_write)
@@ -373,7 +373,7 @@ class Worker:
         pid = isolation.fork()
         if pid == 0:
             os.close(result_read)
-            self._enter_runner(request, scratch, (result_write,), warm=False)
+            self._enter_runner(request, scratch, (result_write,), fork=True)
             _run_one(runner, request, result_write, hook)
         os.close(result_write)
         process.pid = pid
@@ -392,15 +392,11 @@ class Worker:
             self._fork_runners[policy] = Runner(get_policy(policy), warm=False)
         return self._fork_runners[policy]
 
-    def _enter_runner(self, request: dict[str, Any], cwd: str, keep_fds: tuple[int, ...], warm: bool) -> None:
-        """In a new runner: enter its directory and limits (a fork's CPU limit too; a warm runner sets
-        it per program). Returns only to run programs: the runner never comes back to the worker's
-        code, whatever happens (os._exit)."""
-        limits = request["limits"]
+    def _enter_runner(self, request: dict[str, Any], cwd: str, keep_fds: tuple[int, ...], fork: bool) -> None:
+        """In a new runner: enter its sandbox. Returns only to run programs: the runner never comes
+        back to the worker's code, whatever happens (os._exit)."""
         try:
-            nproc = None if self.processes_capped else limits["max_processes"]
-            isolation.enter_runner(cwd=cwd, memory_mb=limits["memory_mb"], cpu_s=None if warm else limits["cpu_s"],
-                                   max_processes=nproc, uid=self.uid, keep_fds=keep_fds)  # fmt: skip
+            self.entry.enter(cwd, request["limits"], keep_fds, fork)
         except BaseException:
             os._exit(70)
 
@@ -584,17 +580,14 @@ def _empty_directory(path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="potrun.sandbox.worker")
-    parser.add_argument("--slot", type=int, default=0)
-    parser.add_argument("--uid-base", type=int, default=isolation.SLOT_UID_BASE)
-    parser.add_argument("--preload", default=",".join(PRELOAD))
-    parser.add_argument("--scratch", default=None, help="an empty directory for the programs' files")
-    parser.add_argument("--scratch-is-private", action="store_true",
-                        help="the temporary directory is a small file system of this worker's own already")
-    args = parser.parse_args(argv)
+    """`python -m potrun.sandbox.worker [--slot N] [--uid-base N] [--preload A,B] [--scratch DIR]
+    [--scratch-is-private]`: the backends build this command line. (Not argparse: it imports shutil,
+    and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)"""
+    options = _parse_options(sys.argv[1:] if argv is None else argv)
     isolation.die_with_parent()
-    worker = Worker(args.slot, args.uid_base, tuple(filter(None, args.preload.split(","))), args.scratch,
-                    args.scratch_is_private)  # fmt: skip
+    worker = Worker(int(options.get("--slot", 0)), int(options.get("--uid-base", isolation.SLOT_UID_BASE)),
+                    tuple(filter(None, options.get("--preload", ",".join(PRELOAD)).split(","))),
+                    options.get("--scratch"), "--scratch-is-private" in options)  # fmt: skip
     try:
         worker.serve()
     except (BrokenPipeError, KeyboardInterrupt):
@@ -602,6 +595,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         worker.close()
     return 0
+
+
+def _parse_options(argv: list[str]) -> dict[str, str]:
+    flags, valued = {"--scratch-is-private"}, {"--slot", "--uid-base", "--preload", "--scratch"}
+    options, rest = {}, list(argv)
+    while rest:
+        name = rest.pop(0)
+        if name in flags:
+            options[name] = ""
+        elif name in valued and rest:
+            options[name] = rest.pop(0)
+        else:
+            raise SystemExit(f"potrun.sandbox.worker: unexpected argument {name!r}")
+    return options
 
 
 if __name__ == "__main__":
