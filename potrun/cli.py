@@ -275,7 +275,8 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--policy", default="restricted", choices=("restricted", "trusted"))
     group.add_argument("--isolation", default=None, choices=("warm", "fork"),
                        help="warm (default for restricted) or fork (always for trusted)")
-    group.add_argument("--workers", type=_positive_int, default=None, help="default: the machine's cores")
+    group.add_argument("--workers", type=_positive_int, default=None,
+                       help="default: the machine's cores (twice that with --isolation fork)")
     group.add_argument("--timeout", type=_positive_float, default=5.0, help="wall-clock seconds per program")
     group.add_argument("--cpu-timeout", type=_positive_float, default=None, help="CPU seconds (default: --timeout)")
     group.add_argument("--memory", type=_positive_int, default=2048, help="MB of address space per program")

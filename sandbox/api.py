@@ -49,7 +49,7 @@ class Sandbox:
         if self.isolation is Isolation.WARM and not self.policy.restricted:
             raise UsageError("warm isolation needs the restricted policy; use isolation='fork' for trusted code")
         self.entry = Entry(entry)
-        self.workers = workers or default_workers()
+        self.workers = workers or default_workers(self.isolation)
         self.backend_name = backend
         self._backend = _make_backend(backend, hash_seed=hash_seed, image=image, limits=self.limits)
         self._pool: Pool | None = None

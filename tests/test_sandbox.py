@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from conftest import describe
-from potrun import Sandbox, Status, UsageError
+from potrun import Isolation, Sandbox, Status, UsageError
 from potrun.policies import get_policy
 from potrun.policies.restricted import Guards, PolicyViolation
 from potrun.sandbox import values
@@ -156,3 +156,10 @@ def test_a_worker_imports_on_demand_the_modules_its_programs_used() -> None:
     assert used.status is Status.OK and used.value == expected, describe(used)
     assert after.value is True, describe(after)
     assert again.value == expected, describe(again)
+
+
+def test_fork_isolation_gets_two_workers_per_core() -> None:
+    from potrun.sandbox.pool import default_workers
+
+    assert Sandbox(policy="trusted").workers == 2 * default_workers() == default_workers(Isolation.FORK)
+    assert Sandbox(policy="restricted").workers == default_workers()
