@@ -124,8 +124,12 @@ def compile_checked_program(source: str, suspicious_names: frozenset[str]) -> ty
 
 
 def suspicious_names(allowed: frozenset[str]) -> frozenset[str]:
-    """Every name the fast path must not let through: refused attribute names, and the names under
-    which an allowed (imported) module exposes a module or builtin that a program may not reach."""
+    """Every name the fast path must not let through: refused attribute names; the names under which
+    an allowed, imported module exposes a module or builtin that a program may not reach; and the
+    names whose objects are not known yet, since only importing would tell: the attributes a module
+    makes on first use (numpy's lazy submodules) and the allowed modules not imported yet (a worker
+    imports some only once a program has used them). A program that uses one of those takes the
+    guarded path, whatever the module turns out to hold."""
     names = set(DENIED_NAMES) | {"format", "format_map", "getattr", "hasattr"}
     for denied in DENIED_ATTRIBUTES.values():
         names |= denied
@@ -133,12 +137,35 @@ def suspicious_names(allowed: frozenset[str]) -> frozenset[str]:
     for module_name, module in list(sys.modules.items()):
         if module is None or not module_allowed(module_name, allowed):
             continue
-        for attribute, value in list(vars(module).items()):
+        namespace = vars(module)
+        names.update(name for name in _listed_names(module) if name not in namespace)
+        for attribute, value in list(namespace.items()):
             if isinstance(value, types.ModuleType) and not module_allowed(value.__name__, allowed):
                 names.add(attribute)
             elif id(value) in denied_objects:
                 names.add(attribute)
+    for module_name in allowed - sys.modules.keys():
+        names.add(module_name)
+        names.update(_unimported_part(module_name))
     return frozenset(names)
+
+
+def _unimported_part(module_name: str) -> list[str]:
+    """The parts of a module's name below its deepest imported ancestor: ["random"] for numpy.random
+    while numpy is imported and numpy.random is not."""
+    parts = module_name.split(".")
+    for depth in range(len(parts), 0, -1):
+        if ".".join(parts[:depth]) in sys.modules:
+            return parts[depth:]
+    return parts
+
+
+def _listed_names(module: types.ModuleType) -> list[str]:
+    """The names a module lists (its __dir__, which may name attributes it makes on first use)."""
+    try:
+        return [name for name in dir(module) if isinstance(name, str)]
+    except Exception:
+        return []
 
 
 def _violation_from_message(message: str) -> PolicyViolation:

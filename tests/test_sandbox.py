@@ -34,6 +34,17 @@ IMPORTS = [
     ("import-os-from-numpy", "from numpy import ctypeslib\nans = 1", "policy_violation", None),
     ("import-numpy-ctypeslib", "import numpy.ctypeslib\nans = 1", "policy_violation", None),
     ("import-subprocess", "import subprocess\nans = 1", "policy_violation", None),
+    # Modules that a worker imports only on demand, or that numpy makes on first use: what they hold is
+    # unknown when the program is checked, so it takes the guarded path, which refuses what they reach.
+    ("on-demand-module-reaches-warnings", "import numpy as np\nans = str(np.polynomial.polyutils.warnings)",
+     "policy_violation", None),
+    ("on-demand-module-reaches-mtrand", "import numpy as np\nans = str(np.random.mtrand)", "policy_violation", None),
+    ("lazy-numpy-submodule", "import numpy as np\nans = str(np.ma)", "policy_violation", None),
+    ("sympy-submodule", "import sympy\nans = str(sympy.plotting)", "policy_violation", None),
+    ("on-demand-module-works", "import numpy as np\nans = float(np.polynomial.polynomial.polyval(2, [1, 2, 3]))",
+     "ok", 17.0),
+    ("numpy-random-works", "import numpy as np\nans = int(np.random.default_rng(1).integers(10))", "ok",
+     int(__import__("numpy").random.default_rng(1).integers(10))),
 ]
 
 
