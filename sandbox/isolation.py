@@ -29,7 +29,7 @@ PR_SET_PDEATHSIG = 1
 SLOT_UID_BASE = 1_800_000_000  # runners drop to SLOT_UID_BASE + slot: one uid per worker
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 FILE_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a program may write to one file
-MAX_FD = 1 << 20  # descriptors above the ones a runner keeps are closed up to this one (close_range)
+MAX_FD = 4096  # a runner closes the worker's descriptors up to here (the worker holds a few, all low)
 SCRATCH_MB = 64  # the size of a worker's private scratch file system, shared by its programs in turn
 
 SAFE_ENVIRONMENT = {
@@ -78,7 +78,7 @@ def fork() -> int:
     Those repair the state of other Python threads (threading's handler) and reseed `random`; with no
     other Python thread there is nothing to repair (native threads, as BLAS may start, are libc's
     business, in either fork), and a runner seeds `random` per program anyway. The handlers cost a
-    fresh child ~190 copy-on-write page faults, about 0.4 ms: a third of the price of a whole fork."""
+    fresh child ~190 copy-on-write page faults: about 0.4 ms of every fork."""
     if threading.active_count() > 1:
         return os.fork()
     pid = _libc_fork()
