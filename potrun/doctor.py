@@ -59,6 +59,12 @@ def _diagnose_process() -> list[str]:
               f"scratch: programs write only to a private {isolation.SCRATCH_MB} MiB tmpfs, never to the disk",
               "scratch: no private tmpfs (needs root for a mount namespace); programs' files go to the "
               "temporary directory's disk, limited only per file (RLIMIT_FSIZE)"),
+        _line(capabilities.get("read_only_files"),
+              "files: programs see a read-only file system, but for their scratch directory",
+              "files: programs may write wherever their user may (only root workers make it read-only)"),
+        _line(capabilities.get("no_capabilities"),
+              "capabilities: programs hold none (even as root: no raised limits, mounts or namespaces)",
+              "capabilities: programs keep their user's; a root program could undo its limits"),
         _line(capabilities.get("pids_cgroup"),
               "pids cgroup: each worker's programs are capped in number of processes by a cgroup",
               "pids cgroup: not available (needs root and cgroup v1 pids); RLIMIT_NPROC caps processes "

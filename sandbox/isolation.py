@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import resource
 import signal
 import stat
 import sys
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +24,16 @@ from typing import Any
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
+MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 0x400, 0x800, 0x1000, 0x4000, 0x40000, 0x200000
+MOUNT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
+                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}  # fmt: skip
 MNT_DETACH = 0x2
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+CAPABILITY_VERSION_3 = 0x20080522
 SLOT_UID_BASE = 1_800_000_000  # runners drop to SLOT_UID_BASE + slot: one uid per worker
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 FILE_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a program may write to one file
@@ -56,6 +64,8 @@ class Capabilities:
 
     network_namespace: bool
     private_scratch: bool
+    read_only_files: bool  # programs can write their scratch directory only
+    no_capabilities: bool  # programs hold no Linux capability, even as root
     pids_cgroup: bool
     drop_privileges: bool
     subreaper: bool
@@ -106,6 +116,58 @@ def unmount(path: str) -> None:
     _libc.umount2(path.encode(), MNT_DETACH)
 
 
+def make_files_read_only(writable: str) -> bool:
+    """In this process's own mount namespace (`mount_private_scratch` made it): every mount read-only
+    but the one on `writable`. Their other flags are kept. Returns whether the root file system is read-only now."""
+    for mount_point, options in _mounts():
+        if mount_point != writable:
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+            for option in options:
+                flags |= MOUNT_OPTIONS.get(option, 0)
+            _libc.mount(None, mount_point.encode(), None, flags, None)
+    return bool(os.statvfs("/").f_flag & os.ST_RDONLY)
+
+
+def _mounts() -> list[tuple[str, list[str]]]:
+    """(mount point, per-mount options) of each mount this process sees, parents first."""
+    mounts = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as lines:
+        for line in lines:
+            fields = line.split()
+            point = re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), fields[4])
+            mounts.append((point, fields[5].split(",")))
+    return mounts
+
+
+def drop_capabilities() -> bool:
+    """Give up every capability for good, while staying the same uid: the bounding set emptied (nothing
+    this process or its children execute can gain one, root or not), the effective, permitted and
+    inheritable sets cleared, and no new privileges. A root that holds none can no longer raise its
+    hard limits, mount, join another namespace or bypass file permissions. Returns whether all went."""
+    try:
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        last = 63
+    for capability in range(last + 1):
+        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits each
+    return _libc.capset(header, nothing) == 0 and not holds_capabilities()
+
+
+def holds_capabilities() -> bool:
+    """Does this process hold any effective capability?"""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16) != 0
+    except OSError:
+        pass
+    return os.geteuid() == 0
+
+
 def set_subreaper() -> bool:
     """Orphans of programs are re-parented to this process, so none can escape cleanup."""
     return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
@@ -140,10 +202,7 @@ class PidsCgroup:
         (self.path / "cgroup.procs").write_text("0")
 
     def remove(self) -> None:
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass
+        remove_pids_cgroup(self.path.name)
 
     @classmethod
     def try_create(cls, name: str, max_processes: int) -> PidsCgroup | None:
@@ -153,6 +212,26 @@ class PidsCgroup:
             return cls(name, max_processes)
         except OSError:
             return None
+
+
+def pids_cgroup_name(worker_pid: int) -> str:
+    return f"potrun-{worker_pid}"
+
+
+def remove_pids_cgroup(name: str, wait_s: float = 0.0) -> None:
+    """Remove a worker's cgroup once its last process is gone, waiting up to `wait_s` for that (a
+    killed worker's runners die with it, a moment later)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            (PIDS_CGROUP_ROOT / name).rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
 
 
 def under_pids_limit() -> bool:
@@ -213,8 +292,9 @@ class RunnerEntry:
         os.closerange(low, MAX_FD)
         memory = limits["memory_mb"] * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        if fork:  # a fresh process: none of its CPU time is spent yet
-            resource.setrlimit(resource.RLIMIT_CPU, cpu_limit(0.0, limits["cpu_s"], self.cpu_hard))
+        if fork:  # a fresh process: none of its CPU time is spent yet; nor may the program raise it
+            soft, _ = cpu_limit(0.0, limits["cpu_s"], self.cpu_hard)
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, soft))
         if self.uid is not None:
             os.setgroups([])
             os.setgid(self.uid)

@@ -8,7 +8,10 @@ import subprocess
 import sys
 import tempfile
 
-from potrun.sandbox.isolation import SAFE_ENVIRONMENT
+from potrun.sandbox.isolation import PIDS_CGROUP_ROOT, SAFE_ENVIRONMENT, pids_cgroup_name, remove_pids_cgroup
+
+SCRATCH_PREFIX = "potrun-worker-"  # then the pid of the potrun process that made it
+_swept = False  # leftovers of dead potrun processes are removed once per process
 
 
 class ProcessWorker:
@@ -18,7 +21,7 @@ class ProcessWorker:
         # -s -P, not -I: -I implies -E, which would ignore the PYTHONHASHSEED we set. The environment is
         # ours entirely (SAFE_ENVIRONMENT), so nothing else from PYTHON* can leak in.
         # The worker's scratch directory is made here and removed in kill(), as workers are killed.
-        self.scratch = tempfile.mkdtemp(prefix="potrun-worker-")
+        self.scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.worker", "--slot", str(slot),
                    "--scratch", self.scratch]  # fmt: skip
         if preload is not None:
@@ -59,7 +62,10 @@ class ProcessWorker:
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
+        # What the worker cannot remove itself once killed (or, read-only, at all): its directory and
+        # its cgroup, free once its runners have died with it.
         shutil.rmtree(self.scratch, ignore_errors=True)
+        remove_pids_cgroup(pids_cgroup_name(self.process.pid), wait_s=0.5)
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 try:
@@ -72,11 +78,48 @@ class ProcessBackend:
     name = "process"
 
     def __init__(self, hash_seed: int = 0, preload: tuple[str, ...] | None = None) -> None:
+        global _swept
         self.hash_seed = hash_seed
         self.preload = preload
+        if not _swept:
+            _swept = True
+            remove_stale_leftovers()
 
     def start_worker(self, slot: int) -> ProcessWorker:
         return ProcessWorker(slot, self.hash_seed, self.preload)
 
     def close(self) -> None:
         pass
+
+
+def remove_stale_leftovers() -> int:
+    """Remove what the workers of a potrun process that died left behind (a SIGKILLed potrun cannot
+    clean up after them): their scratch directories, named after that process, and their empty pids
+    cgroups, named after the worker. Returns how many were removed."""
+    removed = 0
+    with os.scandir(tempfile.gettempdir()) as entries:
+        for entry in entries:
+            owner = entry.name[len(SCRATCH_PREFIX) :].partition("-")[0]
+            if entry.name.startswith(SCRATCH_PREFIX) and owner.isdigit() and not _alive(int(owner)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed += 1
+    try:
+        cgroups = [name for name in os.listdir(PIDS_CGROUP_ROOT) if name.startswith("potrun-")]
+    except OSError:
+        cgroups = []
+    for name in cgroups:
+        worker = name.partition("-")[2]
+        if worker.isdigit() and not _alive(int(worker)):
+            remove_pids_cgroup(name)
+            removed += not (PIDS_CGROUP_ROOT / name).exists()
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True

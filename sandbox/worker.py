@@ -121,7 +121,7 @@ class Worker:
         self.subreaper = isolation.set_subreaper()
         self._children = isolation.ChildList()
         # The worker joins the cgroup itself: runners inherit it at fork, with no per-fork migration.
-        self.cgroup = isolation.PidsCgroup.try_create(f"potrun-{os.getpid()}", MAX_PROCESSES + 2)
+        self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(os.getpid()), MAX_PROCESSES + 2)
         if self.cgroup is not None:
             self.cgroup.enter()
         drop = uid_base is not None and os.geteuid() == 0 and isolation.python_reachable_by_others()
@@ -134,6 +134,12 @@ class Worker:
         self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
         self.private_scratch = scratch_is_private or self.mounted_scratch
         self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
+        # A root that cannot hand its runners another uid hands them no privilege: files read-only but
+        # the scratch, and no capability (no raised limits, no mounts, no other namespace, no leaving
+        # the cgroup). The worker needs none of them from here on.
+        if self.mounted_scratch and self.uid is None and os.geteuid() == 0:
+            isolation.make_files_read_only(self.scratch)
+            isolation.drop_capabilities()
         self.warm: RunnerProcess | None = None
         self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
         self._trusted_hook = trusted_audit_hook(self.network_isolated)  # added by each trusted fork
@@ -147,6 +153,8 @@ class Worker:
         capabilities = isolation.Capabilities(
             network_namespace=self.network_isolated,
             private_scratch=self.private_scratch,
+            read_only_files=bool(os.statvfs("/").f_flag & os.ST_RDONLY),
+            no_capabilities=self.uid is not None or not isolation.holds_capabilities(),
             pids_cgroup=self.cgroup is not None,
             drop_privileges=self.uid is not None,
             subreaper=self.subreaper,

@@ -488,3 +488,50 @@ def test_worker_scratch_directories_are_removed(kill_a_worker: bool) -> None:
             assert_pool_healthy(box)
             scratches += [slot.conn.scratch for slot in box._pool.slots]  # type: ignore[attr-defined]
     assert [path for path in scratches if os.path.exists(path)] == []
+
+
+# -------------------------------------------------------------------------------------- privileges
+
+# (id, trusted program that sets ans = "escaped" only if it got out). A root worker that cannot hand
+# its runners another uid hands them no capability and a read-only file system but the scratch; in a
+# container, the container does. Either way every OS limit still holds for trusted code.
+ESCAPES = [
+    ("raise-memory-limit", "import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))\nans = 'escaped'"),
+    ("raise-cpu-limit", "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (-1, -1))\nans = 'escaped'"),
+    ("leave-pids-cgroup", "open('/sys/fs/cgroup/pids/cgroup.procs', 'w').write('0')\nans = 'escaped'"),
+    ("write-outside-scratch", "open(MARKER, 'w').write('x')\nans = 'escaped'"),
+    ("join-host-network", "import ctypes, os\nfd = os.open('/proc/1/ns/net', os.O_RDONLY)\n"
+                          "ans = 'escaped' if ctypes.pythonapi.setns(fd, 0) == 0 else 'refused'"),
+    ("mount-over-tmp", "import ctypes\n"
+                       "ans = 'escaped' if ctypes.pythonapi.mount(b'x', b'/tmp', b'tmpfs', 0, None) == 0 else 'refused'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("policy", ["trusted"])
+@pytest.mark.parametrize("source", [pytest.param(row[1], id=row[0]) for row in ESCAPES])
+def test_trusted_programs_get_no_privilege(box: Sandbox, source: str, tmp_path: Path) -> None:
+    marker = tmp_path / "escape-marker"
+    result = box.run(f"MARKER = {str(marker)!r}\n" + source)
+    assert result.value != "escaped", describe(result)
+    assert not marker.exists()
+    assert_pool_healthy(box)
+
+
+def test_leftovers_of_a_dead_potrun_are_removed(tmp_path: Path) -> None:
+    """A SIGKILLed potrun cannot clean up after its workers; the next one removes what they left."""
+    import tempfile
+
+    from potrun.sandbox import process
+
+    gone = os.fork()
+    if gone == 0:
+        os._exit(0)
+    os.waitpid(gone, 0)
+    stale = Path(tempfile.gettempdir()) / f"{process.SCRATCH_PREFIX}{gone}-test"
+    (stale / "fork").mkdir(parents=True)
+    live = Path(tempfile.mkdtemp(prefix=f"{process.SCRATCH_PREFIX}{os.getpid()}-"))
+    try:
+        assert process.remove_stale_leftovers() >= 1
+        assert not stale.exists() and live.exists()
+    finally:
+        live.rmdir()
