@@ -43,10 +43,6 @@ def _diagnose_process() -> list[str]:
     from potrun.sandbox import isolation
 
     lines = ["backend process: workers are local processes (python -s -P -m potrun.sandbox.worker)"]
-    reachable = isolation.python_reachable_by_others()
-    lines.append(_line(reachable, "Python is reachable by an unprivileged uid",
-                       f"Python ({os.path.dirname(os.__file__)}) is not readable by other users: runners "
-                       "cannot drop to an unprivileged uid and run as potrun's own user"))  # fmt: skip
     capabilities, error = _worker_capabilities("process")
     if capabilities is None:
         return [*lines, f"{BAD} the worker did not start: {error}"]
@@ -62,17 +58,16 @@ def _diagnose_process() -> list[str]:
         _line(capabilities.get("read_only_files"),
               "files: programs see a read-only file system, but for their scratch directory",
               "files: programs may write wherever their user may (only root workers make it read-only)"),
-        _line(capabilities.get("no_capabilities"),
-              "capabilities: programs hold none (even as root: no raised limits, mounts or namespaces)",
-              "capabilities: programs keep their user's; a root program could undo its limits"),
         _line(capabilities.get("pids_cgroup"),
               "pids cgroup: each worker's programs are capped in number of processes by a cgroup",
               "pids cgroup: not available (needs root and cgroup v1 pids); RLIMIT_NPROC caps processes "
               "when runners are not root"),
         _line(capabilities.get("drop_privileges"),
-              "privilege drop: programs run as an unprivileged uid, one per worker",
-              "privilege drop: not done (potrun is not root, or Python is not reachable by other users); "
-              "programs run as potrun's own user"),
+              "privilege drop: programs run as an unprivileged uid of their worker's own (no capability: "
+              "no raised limits, mounts, namespaces, or signals to other users' processes)"
+              + (f"; it may read any file, since Python ({os.path.dirname(os.__file__)}) is not readable "
+                 "by other users" if capabilities.get("reads_all_files") else ""),
+              "privilege drop: not done (potrun is not root); programs run as potrun's own user"),
         _line(capabilities.get("subreaper"),
               "subreaper: processes a program leaves behind are found and killed",
               "subreaper: not available; a program's orphans are only killed with its process group"),

@@ -31,10 +31,13 @@ MOUNT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "n
 MNT_DETACH = 0x2
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
+PR_SET_KEEPCAPS = 8
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 47, 2
 CAPABILITY_VERSION_3 = 0x20080522
-SLOT_UID_BASE = 1_800_000_000  # runners drop to SLOT_UID_BASE + slot: one uid per worker
+CAP_DAC_READ_SEARCH = 2  # read any file and search any directory; write nothing more
+UID_BASE = 1_800_000_000  # runners drop to UID_BASE + their worker's pid: no two live workers share one
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 FILE_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a program may write to one file
 MAX_FD = 4096  # a runner closes the worker's descriptors up to here (the worker holds a few, all low)
@@ -65,9 +68,9 @@ class Capabilities:
     network_namespace: bool
     private_scratch: bool
     read_only_files: bool  # programs can write their scratch directory only
-    no_capabilities: bool  # programs hold no Linux capability, even as root
     pids_cgroup: bool
-    drop_privileges: bool
+    drop_privileges: bool  # programs run as an unprivileged uid of their worker's own
+    reads_all_files: bool  # ...that may read any file (Python is not readable by other users here)
     subreaper: bool
 
     def to_dict(self) -> dict[str, bool]:
@@ -139,33 +142,24 @@ def _mounts() -> list[tuple[str, list[str]]]:
     return mounts
 
 
-def drop_capabilities() -> bool:
-    """Give up every capability for good, while staying the same uid: the bounding set emptied (nothing
-    this process or its children execute can gain one, root or not), the effective, permitted and
-    inheritable sets cleared, and no new privileges. A root that holds none can no longer raise its
-    hard limits, mount, join another namespace or bypass file permissions. Returns whether all went."""
+def limit_capabilities(keep: int | None) -> None:
+    """Empty the capability bounding set but for `keep`, and set no-new-privileges: nothing this
+    process or its children execute can gain a capability, setuid root binaries included. The process
+    keeps the capabilities it holds (a worker needs them to hand its runners another uid)."""
     try:
         last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
     except (OSError, ValueError):
         last = 63
     for capability in range(last + 1):
-        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+        if capability != keep:
+            _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
-    nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits each
-    return _libc.capset(header, nothing) == 0 and not holds_capabilities()
 
 
-def holds_capabilities() -> bool:
-    """Does this process hold any effective capability?"""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("CapEff:"):
-                    return int(line.split()[1], 16) != 0
-    except OSError:
-        pass
-    return os.geteuid() == 0
+def _capability_sets(mask: int) -> tuple[Any, Any]:
+    """capset(2)'s header and data: effective, permitted and inheritable all exactly `mask` (of the
+    first 32 capabilities)."""
+    return (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0), (ctypes.c_uint32 * 6)(mask, mask, mask, 0, 0, 0)
 
 
 def set_subreaper() -> bool:
@@ -264,17 +258,22 @@ class RunnerEntry:
     per runner: Python run for the first time in a fresh fork pays a page fault for nearly every object
     it touches (~3 us each, copied), so every line here costs every program.
 
-    `max_processes` is enforced by a pids cgroup where the worker has one (`processes_capped`);
-    RLIMIT_NPROC is the fallback only, since the kernel counts it per uid across the whole machine
-    (every container shares uid 10001)."""
+    `uid`: the unprivileged uid runners switch to (None: they keep the worker's). `read_anything`:
+    they keep one capability, CAP_DAC_READ_SEARCH (also across exec), where Python is not readable by
+    other users (it lives under /root): reading is all it allows. `max_processes` is enforced by a pids
+    cgroup where the worker has one (`processes_capped`); RLIMIT_NPROC is the fallback only, since the
+    kernel counts it per uid across the whole machine (every container shares uid 10001)."""
 
-    def __init__(self, uid: int | None, processes_capped: bool) -> None:
+    def __init__(self, uid: int | None, read_anything: bool, processes_capped: bool) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
         self.uid = uid
+        self.read_anything = read_anything and uid is not None
         self.processes_capped = processes_capped
+        # capset's arguments, made here: the fork only passes them
+        self._capabilities = _capability_sets(1 << CAP_DAC_READ_SEARCH)
 
     def enter(self, cwd: str, limits: dict[str, Any], keep_fds: tuple[int, ...], fork: bool) -> None:
         """Own session and process group, stdin/stdout/stderr on /dev/null, no other descriptor but
@@ -282,7 +281,6 @@ class RunnerEntry:
         for each program), fewer privileges."""
         os.setsid()
         os.chdir(cwd)
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the worker
         for fd in (0, 1, 2):
             os.dup2(self.devnull, fd)
         low = 3
@@ -296,9 +294,17 @@ class RunnerEntry:
             soft, _ = cpu_limit(0.0, limits["cpu_s"], self.cpu_hard)
             resource.setrlimit(resource.RLIMIT_CPU, (soft, soft))
         if self.uid is not None:
-            os.setgroups([])
-            os.setgid(self.uid)
-            os.setuid(self.uid)
+            os.setgroups(())
+            os.setresgid(self.uid, self.uid, self.uid)
+            if self.read_anything:
+                _libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
+            os.setresuid(self.uid, self.uid, self.uid)
+            if self.read_anything and (
+                _libc.capset(*self._capabilities) != 0
+                or _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_DAC_READ_SEARCH, 0, 0) != 0
+            ):
+                raise OSError("cannot keep the capability to read files")
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the worker (after setuid: it clears this)
         if not self.processes_capped and os.geteuid() != 0:  # root ignores RLIMIT_NPROC
             resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"], limits["max_processes"]))
 

@@ -124,22 +124,25 @@ class Worker:
         self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(os.getpid()), MAX_PROCESSES + 2)
         if self.cgroup is not None:
             self.cgroup.enter()
-        drop = uid_base is not None and os.geteuid() == 0 and isolation.python_reachable_by_others()
-        self.uid = uid_base + slot if drop and uid_base is not None else None
+        # A root worker hands its runners an unprivileged uid of their own; where Python is not readable
+        # by other users (it lives under /root), with the one capability of reading files.
+        root = os.geteuid() == 0
+        self.uid = uid_base + os.getpid() if root and uid_base is not None else None
+        read_anything = self.uid is not None and not isolation.python_reachable_by_others()
         processes_capped = self.cgroup is not None or isolation.under_pids_limit()
-        self.entry = isolation.RunnerEntry(self.uid, processes_capped)
+        self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
         # Given by potrun, which removes it even if this worker is killed; or our own.
         self.scratch = scratch or _temporary_directory()
         # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
         self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
         self.private_scratch = scratch_is_private or self.mounted_scratch
         self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
-        # A root that cannot hand its runners another uid hands them no privilege: files read-only but
-        # the scratch, and no capability (no raised limits, no mounts, no other namespace, no leaving
-        # the cgroup). The worker needs none of them from here on.
-        if self.mounted_scratch and self.uid is None and os.geteuid() == 0:
+        # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute
+        # gains a capability.
+        if self.mounted_scratch:
             isolation.make_files_read_only(self.scratch)
-            isolation.drop_capabilities()
+        if root:
+            isolation.limit_capabilities(keep=isolation.CAP_DAC_READ_SEARCH if read_anything else None)
         self.warm: RunnerProcess | None = None
         self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
         self._trusted_hook = trusted_audit_hook(self.network_isolated)  # added by each trusted fork
@@ -154,9 +157,9 @@ class Worker:
             network_namespace=self.network_isolated,
             private_scratch=self.private_scratch,
             read_only_files=bool(os.statvfs("/").f_flag & os.ST_RDONLY),
-            no_capabilities=self.uid is not None or not isolation.holds_capabilities(),
             pids_cgroup=self.cgroup is not None,
             drop_privileges=self.uid is not None,
+            reads_all_files=self.entry.read_anything,
             subreaper=self.subreaper,
         )
         return {"op": "hello", "pid": os.getpid(), "protocol": PROTOCOL_VERSION,
@@ -593,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)"""
     options = _parse_options(sys.argv[1:] if argv is None else argv)
     isolation.die_with_parent()
-    worker = Worker(int(options.get("--slot", 0)), int(options.get("--uid-base", isolation.SLOT_UID_BASE)),
+    worker = Worker(int(options.get("--slot", 0)), int(options.get("--uid-base", isolation.UID_BASE)),
                     tuple(filter(None, options.get("--preload", ",".join(PRELOAD)).split(","))),
                     options.get("--scratch"), "--scratch-is-private" in options)  # fmt: skip
     try:

@@ -14,6 +14,8 @@ import json
 import math
 import os
 import signal
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -504,16 +506,33 @@ ESCAPES = [
                           "ans = 'escaped' if ctypes.pythonapi.setns(fd, 0) == 0 else 'refused'"),
     ("mount-over-tmp", "import ctypes\n"
                        "ans = 'escaped' if ctypes.pythonapi.mount(b'x', b'/tmp', b'tmpfs', 0, None) == 0 else 'refused'"),
+    ("kill-from-a-shell", "import os\nos.system(f'kill -9 {VICTIM}')\nans = 1"),
+    ("kill-through-ctypes", "import ctypes\nans = 'escaped' if ctypes.pythonapi.kill(VICTIM, 9) == 0 else 'refused'"),
+    # a root-only unix socket the test listens on (as a Docker engine's socket would be)
+    ("connect-root-unix-socket", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect(SOCKET)\nans = 'escaped'"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("policy", ["trusted"])
 @pytest.mark.parametrize("source", [pytest.param(row[1], id=row[0]) for row in ESCAPES])
 def test_trusted_programs_get_no_privilege(box: Sandbox, source: str, tmp_path: Path) -> None:
+    """Nothing outside: no file written, and a process of the test's own (a root one, under CI) lives."""
     marker = tmp_path / "escape-marker"
-    result = box.run(f"MARKER = {str(marker)!r}\n" + source)
-    assert result.value != "escaped", describe(result)
-    assert not marker.exists()
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(tmp_path / "root.sock"))
+    os.chmod(tmp_path / "root.sock", 0o600)
+    listener.listen()
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        preamble = f"MARKER = {str(marker)!r}\nVICTIM = {victim.pid}\nSOCKET = {str(tmp_path / 'root.sock')!r}\n"
+        result = box.run(preamble + source)
+        assert result.value != "escaped", describe(result)
+        assert not marker.exists()
+        assert victim.poll() is None, "the program killed a process outside its sandbox"
+    finally:
+        victim.kill()
+        victim.wait()
+        listener.close()
     assert_pool_healthy(box)
 
 
