@@ -1,7 +1,7 @@
 """The docker backend: each worker slot is one long-lived, hardened container running the worker.
 
 The container runs the same worker program as the process backend (`python3 -m potrun.sandbox.worker
---slot N`) and speaks the same frames, over the container's attached stdin and stdout: a program costs
+--scratch-is-private`) and speaks the same frames, over the container's attached stdin and stdout: a program costs
 one round trip, not a `docker run`. The docker SDK for Python is imported lazily (`pip install
 'potrun[docker]'`).
 
@@ -139,7 +139,7 @@ def container_options(*, image: str, slot: int, limits: Limits, hash_seed: int, 
     memory_mb = limits.memory_mb * SLOTS_PER_CONTAINER + WORKER_OVERHEAD_MB
     return {
         "image": image,
-        "command": [*WORKER_COMMAND, "--slot", str(slot), "--scratch-is-private"],
+        "command": [*WORKER_COMMAND, "--scratch-is-private"],
         "name": name,
         "stdin_open": True,  # with detach=False (the default) the SDK also sets StdinOnce
         "tty": False,  # no tty: the output is multiplexed with 8-byte headers, stdin is passed as is

@@ -17,13 +17,12 @@ _swept = False  # leftovers of dead potrun processes are removed once per proces
 class ProcessWorker:
     """A worker process and its pipes. Killing it kills its whole session: runners included."""
 
-    def __init__(self, slot: int, hash_seed: int, preload: tuple[str, ...] | None) -> None:
+    def __init__(self, hash_seed: int, preload: tuple[str, ...] | None) -> None:
         # -s -P, not -I: -I implies -E, which would ignore the PYTHONHASHSEED we set. The environment is
         # ours entirely (SAFE_ENVIRONMENT), so nothing else from PYTHON* can leak in.
         # The worker's scratch directory is made here and removed in kill(), as workers are killed.
         self.scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
-        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.worker", "--slot", str(slot),
-                   "--scratch", self.scratch]  # fmt: skip
+        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.worker", "--scratch", self.scratch]
         if preload is not None:
             command += ["--preload", ",".join(preload)]
         self.cwd = tempfile.gettempdir()
@@ -86,7 +85,7 @@ class ProcessBackend:
             remove_stale_leftovers()
 
     def start_worker(self, slot: int) -> ProcessWorker:
-        return ProcessWorker(slot, self.hash_seed, self.preload)
+        return ProcessWorker(self.hash_seed, self.preload)
 
     def close(self) -> None:
         pass

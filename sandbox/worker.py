@@ -109,7 +109,7 @@ class RunnerProcess:
 
 
 class Worker:
-    def __init__(self, slot: int, uid_base: int | None, preload: tuple[str, ...], scratch: str | None = None,
+    def __init__(self, uid_base: int | None, preload: tuple[str, ...], scratch: str | None = None,
                  scratch_is_private: bool = False) -> None:  # fmt: skip
         for name in preload:
             try:
@@ -591,12 +591,12 @@ def _empty_directory(path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.sandbox.worker [--slot N] [--uid-base N] [--preload A,B] [--scratch DIR]
+    """`python -m potrun.sandbox.worker [--uid-base N] [--preload A,B] [--scratch DIR]
     [--scratch-is-private]`: the backends build this command line. (Not argparse: it imports shutil,
     and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)"""
     options = _parse_options(sys.argv[1:] if argv is None else argv)
     isolation.die_with_parent()
-    worker = Worker(int(options.get("--slot", 0)), int(options.get("--uid-base", isolation.UID_BASE)),
+    worker = Worker(int(options.get("--uid-base", isolation.UID_BASE)),
                     tuple(filter(None, options.get("--preload", ",".join(PRELOAD)).split(","))),
                     options.get("--scratch"), "--scratch-is-private" in options)  # fmt: skip
     try:
@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parse_options(argv: list[str]) -> dict[str, str]:
-    flags, valued = {"--scratch-is-private"}, {"--slot", "--uid-base", "--preload", "--scratch"}
+    flags, valued = {"--scratch-is-private"}, {"--uid-base", "--preload", "--scratch"}
     options, rest = {}, list(argv)
     while rest:
         name = rest.pop(0)

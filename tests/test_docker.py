@@ -41,8 +41,7 @@ SLOW_LOOP = "x = 0\nfor i in range(2 * 10**6):\n    x += i\nans = x"
 def test_container_options_carry_all_the_hardening():
     limits = Limits(memory_mb=1024, max_processes=32)
     options = backend.container_options(image="img:1", slot=3, limits=limits, hash_seed=7, session="s1", name="n")
-    assert options["command"] == ["python3", "-s", "-P", "-m", "potrun.sandbox.worker", "--slot", "3",
-                                  "--scratch-is-private"]
+    assert options["command"] == ["python3", "-s", "-P", "-m", "potrun.sandbox.worker", "--scratch-is-private"]
     assert options["stdin_open"] is True and options["tty"] is False and options["detach"] is False
     assert options["network_mode"] == "none"
     assert options["read_only"] is True
