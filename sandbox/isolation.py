@@ -119,16 +119,15 @@ def unmount(path: str) -> None:
     _libc.umount2(path.encode(), MNT_DETACH)
 
 
-def make_files_read_only(writable: str) -> bool:
+def make_files_read_only(writable: str) -> None:
     """In this process's own mount namespace (`mount_private_scratch` made it): every mount read-only
-    but the one on `writable`. Their other flags are kept. Returns whether the root file system is read-only now."""
+    but the one on `writable`, their other flags kept. (`potrun doctor` reports whether / became so.)"""
     for mount_point, options in _mounts():
         if mount_point != writable:
             flags = MS_REMOUNT | MS_BIND | MS_RDONLY
             for option in options:
                 flags |= MOUNT_OPTIONS.get(option, 0)
             _libc.mount(None, mount_point.encode(), None, flags, None)
-    return bool(os.statvfs("/").f_flag & os.ST_RDONLY)
 
 
 def _mounts() -> list[tuple[str, list[str]]]:
