@@ -65,7 +65,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from potrun.sandbox.isolation import SCRATCH_MB
+from potrun.sandbox.isolation import SCRATCH_MB, process_alive
 from potrun.types import Limits, SandboxUnavailable
 
 log = logging.getLogger("potrun.sandbox.docker")
@@ -209,12 +209,8 @@ def _owner_alive(labels: dict[str, str]) -> bool:
         pid = int(labels.get(PID_LABEL, ""))
     except ValueError:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_alive(pid):
         return False
-    except PermissionError:
-        return True
     return pid != os.getpid() or labels.get(SESSION_LABEL) in _live_sessions
 
 

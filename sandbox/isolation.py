@@ -211,20 +211,31 @@ def pids_cgroup_name(worker_pid: int) -> str:
     return f"potrun-{worker_pid}"
 
 
-def remove_pids_cgroup(name: str, wait_s: float = 0.0) -> None:
+def remove_pids_cgroup(name: str, wait_s: float = 0.0) -> bool:
     """Remove a worker's cgroup once its last process is gone, waiting up to `wait_s` for that (a
-    killed worker's runners die with it, a moment later)."""
+    killed worker's runners die with it, a moment later). Returns whether it is gone."""
     deadline = time.monotonic() + wait_s
     while True:
         try:
             (PIDS_CGROUP_ROOT / name).rmdir()
-            return
+            return True
         except FileNotFoundError:
-            return
+            return True
         except OSError:
             if time.monotonic() >= deadline:
-                return
+                return False
             time.sleep(0.005)
+
+
+def process_alive(pid: int) -> bool:
+    """Is there a process `pid` (one of another user's counts)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def under_pids_limit() -> bool:
@@ -303,7 +314,7 @@ class RunnerEntry:
                 or _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_DAC_READ_SEARCH, 0, 0) != 0
             ):
                 raise OSError("cannot keep the capability to read files")
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the worker (after setuid: it clears this)
+        die_with_parent()  # after setuid, which clears it
         if not self.processes_capped and os.geteuid() != 0:  # root ignores RLIMIT_NPROC
             resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"], limits["max_processes"]))
 

@@ -8,7 +8,13 @@ import subprocess
 import sys
 import tempfile
 
-from potrun.sandbox.isolation import PIDS_CGROUP_ROOT, SAFE_ENVIRONMENT, pids_cgroup_name, remove_pids_cgroup
+from potrun.sandbox.isolation import (
+    PIDS_CGROUP_ROOT,
+    SAFE_ENVIRONMENT,
+    pids_cgroup_name,
+    process_alive,
+    remove_pids_cgroup,
+)
 
 SCRATCH_PREFIX = "potrun-worker-"  # then the pid of the potrun process that made it
 _swept = False  # leftovers of dead potrun processes are removed once per process
@@ -99,7 +105,7 @@ def remove_stale_leftovers() -> int:
     with os.scandir(tempfile.gettempdir()) as entries:
         for entry in entries:
             owner = entry.name[len(SCRATCH_PREFIX) :].partition("-")[0]
-            if entry.name.startswith(SCRATCH_PREFIX) and owner.isdigit() and not _alive(int(owner)):
+            if entry.name.startswith(SCRATCH_PREFIX) and owner.isdigit() and not process_alive(int(owner)):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed += 1
     try:
@@ -108,17 +114,6 @@ def remove_stale_leftovers() -> int:
         cgroups = []
     for name in cgroups:
         worker = name.partition("-")[2]
-        if worker.isdigit() and not _alive(int(worker)):
-            remove_pids_cgroup(name)
-            removed += not (PIDS_CGROUP_ROOT / name).exists()
+        if worker.isdigit() and not process_alive(int(worker)):
+            removed += remove_pids_cgroup(name)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
