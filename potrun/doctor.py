@@ -66,7 +66,7 @@ def _diagnose_process() -> list[str]:
               "privilege drop: programs run as an unprivileged uid of their worker's own (no capability: "
               "no raised limits, mounts, namespaces, or signals to other users' processes)"
               + (f"; it may read any file, since Python ({os.path.dirname(os.__file__)}) is not readable "
-                 "by other users" if capabilities.get("reads_all_files") else ""),
+                 "by other users and could not be opened to them" if capabilities.get("reads_all_files") else ""),
               "privilege drop: not done (potrun is not root); programs run as potrun's own user"),
         _line(capabilities.get("subreaper"),
               "subreaper: processes a program leaves behind are found and killed",

@@ -17,6 +17,7 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,55 @@ def set_subreaper() -> bool:
 
 def die_with_parent() -> None:
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def open_paths_to_others(paths: Iterable[str]) -> None:
+    """In this process's own mount namespace (`mount_private_scratch` made it): let other users reach
+    `paths` where a directory above one bars them (Python installed under /root, mode 0700).
+
+    Each barring directory is covered by an empty tmpfs of mode 0755, into which only the entries on
+    the way to `paths` are bound back: the rest of it is hidden, from this process too. Runners then
+    import the standard library with no capability (keeping one cost each fork ~50 page faults, for
+    capset through ctypes), and read none of root's files. A cover that fails is taken off again."""
+    barred: dict[str, set[str]] = {}
+    for path in paths:
+        parts = Path(os.path.realpath(path)).parts
+        for depth in range(1, len(parts)):
+            directory = os.path.join(*parts[:depth])
+            if not os.stat(directory).st_mode & stat.S_IXOTH:
+                barred.setdefault(directory, set()).add(parts[depth])
+    for directory in sorted(barred, key=lambda name: len(Path(name).parts)):  # outer covers first
+        _cover(directory, barred[directory])
+
+
+def _cover(directory: str, names: set[str]) -> None:
+    kept = {name: os.open(os.path.join(directory, name), os.O_PATH | os.O_CLOEXEC) for name in names}
+    try:
+        options = b"size=64k,mode=0755"
+        if _libc.mount(b"potrun-cover", directory.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+            return
+        for name, fd in kept.items():
+            target = os.path.join(directory, name)
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.mkdir(target)
+            else:
+                os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+            source = f"/proc/self/fd/{fd}".encode()
+            if _libc.mount(source, target.encode(), None, MS_BIND | MS_REC, None) != 0:
+                unmount(directory)
+                return
+    finally:
+        for fd in kept.values():
+            os.close(fd)
+
+
+def python_paths() -> set[str]:
+    """Where this Python's files are: its prefixes, its import path, the folders of modules loaded."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)}
+    paths.update(entry for entry in sys.path if entry)
+    paths.update(os.path.dirname(module.__file__) for module in list(sys.modules.values())
+                 if isinstance(getattr(module, "__file__", None), str))  # fmt: skip
+    return {path for path in paths if os.path.exists(path)}
 
 
 def python_reachable_by_others() -> bool:

@@ -124,18 +124,21 @@ class Worker:
         self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(os.getpid()), MAX_PROCESSES + 2)
         if self.cgroup is not None:
             self.cgroup.enter()
-        # A root worker hands its runners an unprivileged uid of their own; where Python is not readable
-        # by other users (it lives under /root), with the one capability of reading files.
         root = os.geteuid() == 0
-        self.uid = uid_base + os.getpid() if root and uid_base is not None else None
-        read_anything = self.uid is not None and not isolation.python_reachable_by_others()
-        processes_capped = self.cgroup is not None or isolation.under_pids_limit()
-        self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
         # Given by potrun, which removes it even if this worker is killed; or our own.
         self.scratch = scratch or _temporary_directory()
         # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
         self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
         self.private_scratch = scratch_is_private or self.mounted_scratch
+        # A root worker hands its runners an unprivileged uid of their own. Where Python is not
+        # readable by other users (it lives under /root), the worker's mount namespace opens the way to
+        # it; failing that, runners keep the one capability of reading files.
+        self.uid = uid_base + os.getpid() if root and uid_base is not None else None
+        if self.uid is not None and self.mounted_scratch and not isolation.python_reachable_by_others():
+            isolation.open_paths_to_others(isolation.python_paths())
+        read_anything = self.uid is not None and not isolation.python_reachable_by_others()
+        processes_capped = self.cgroup is not None or isolation.under_pids_limit()
+        self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
         self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
         # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute
         # gains a capability.

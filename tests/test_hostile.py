@@ -13,9 +13,11 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -510,6 +512,8 @@ ESCAPES = [
     ("kill-through-ctypes", "import ctypes\nans = 'escaped' if ctypes.pythonapi.kill(VICTIM, 9) == 0 else 'refused'"),
     # a root-only unix socket the test listens on (as a Docker engine's socket would be)
     ("connect-root-unix-socket", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect(SOCKET)\nans = 'escaped'"),
+    # a file only root may read, in a folder anyone may search (as /etc/shadow)
+    ("read-root-only-file", "ans = open(SECRET).read()"),
 ]  # fmt: skip
 
 
@@ -522,9 +526,14 @@ def test_trusted_programs_get_no_privilege(box: Sandbox, source: str, tmp_path: 
     listener.bind(str(tmp_path / "root.sock"))
     os.chmod(tmp_path / "root.sock", 0o600)
     listener.listen()
+    secret = Path(tempfile.mkdtemp(prefix="potrun-test-secret-"))
+    secret.chmod(0o755)
+    (secret / "secret").write_text("escaped")
+    (secret / "secret").chmod(0o600)
     victim = subprocess.Popen(["sleep", "60"])
     try:
-        preamble = f"MARKER = {str(marker)!r}\nVICTIM = {victim.pid}\nSOCKET = {str(tmp_path / 'root.sock')!r}\n"
+        preamble = (f"MARKER = {str(marker)!r}\nVICTIM = {victim.pid}\nSOCKET = {str(tmp_path / 'root.sock')!r}\n"
+                    f"SECRET = {str(secret / 'secret')!r}\n")  # fmt: skip
         result = box.run(preamble + source)
         assert result.value != "escaped", describe(result)
         assert not marker.exists()
@@ -533,13 +542,12 @@ def test_trusted_programs_get_no_privilege(box: Sandbox, source: str, tmp_path: 
         victim.kill()
         victim.wait()
         listener.close()
+        shutil.rmtree(secret)
     assert_pool_healthy(box)
 
 
 def test_leftovers_of_a_dead_potrun_are_removed(tmp_path: Path) -> None:
     """A SIGKILLed potrun cannot clean up after its workers; the next one removes what they left."""
-    import tempfile
-
     from potrun.sandbox import process
 
     gone = os.fork()
