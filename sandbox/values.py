@@ -90,10 +90,11 @@ def _plain_sympy(value: Any) -> Any:
     raise Unconvertible(f"sympy expression is not a real number: {bounded_repr(value)}")
 
 
+VALUE_TYPES = {bool: "bool", int: "int", float: "float", str: "str", list: "list", type(None): None}
+
+
 def value_type(value: Any) -> str | None:
-    if value is None:
-        return None
-    return {bool: "bool", int: "int", float: "float", str: "str", list: "list"}[type(value)]
+    return VALUE_TYPES[type(value)]
 
 
 def bounded_repr(value: Any, limit: int = REPR_LIMIT) -> str:

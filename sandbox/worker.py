@@ -12,6 +12,7 @@ state that the next program could see is killed and replaced by a fresh fork: a 
 from __future__ import annotations
 
 import fcntl
+import functools
 import gc
 import importlib
 import math
@@ -383,12 +384,13 @@ class Worker:
         runner.prepare(request["source"])
         hook = None if runner.policy.restricted else self._trusted_hook
         result_read, result_write = os.pipe()
+        runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
         process = RunnerProcess(0, -1, result_read, ())
         pid = isolation.fork()
         if pid == 0:
             os.close(result_read)
             self._enter_runner(request, scratch, (result_write,), fork=True)
-            _run_one(runner, request, result_write, hook)
+            _run_one(runner, request, hook)
         os.close(result_write)
         process.pid = pid
         return process
@@ -512,24 +514,27 @@ def _serve_warm(requests: int, results: int) -> None:
         os._exit(code)
 
 
-def _run_one(runner: Runner, request: dict[str, Any], results: int, audit_hook: AuditHook | None) -> None:
-    """A fork's life: one program, one answer (its stamp unused: the worker waits for it)."""
-
-    def send(result: dict[str, Any], recycle: bool) -> None:
-        result.setdefault("op", "result")
-        held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
-        _write_all(results, frame(_ANSWER.pack(recycle, math.inf, held) + dumps(result)))
-
+def _run_one(runner: Runner, request: dict[str, Any], audit_hook: AuditHook | None) -> None:
+    """A fork's life: one program, one answer (`runner.send`, set by the worker: `_send_forked`)."""
     code = 0
     try:
         if audit_hook is not None:
             sys.addaudithook(audit_hook)
-        runner.send = send
-        send(*runner.run(request))
+        runner.send(*runner.run(request))  # type: ignore[misc]
     except BaseException:
         code = 70
     finally:
         os._exit(code)
+
+
+def _send_forked(results: int, modules: int, result: dict[str, Any], recycle: bool) -> None:
+    """A fork's answer, its stamp unused (the worker waits for it). Which PRELOAD_ON_DEMAND modules the
+    fork holds is looked up only if it imported any module: the worker held `modules` at the fork."""
+    result.setdefault("op", "result")
+    held = 0
+    if len(sys.modules) != modules:
+        held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
+    _write_all(results, frame(_ANSWER.pack(recycle, math.inf, held) + dumps(result)))
 
 
 def _started(request: Request, finished: float) -> float:

@@ -10,6 +10,7 @@ Fast tests of pieces the hostile suite (test_hostile.py) exercises end to end, p
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -174,3 +175,17 @@ def test_fork_isolation_gets_two_workers_per_core() -> None:
 
     assert Sandbox(policy="trusted").workers == 2 * default_workers() == default_workers(Isolation.FORK)
     assert Sandbox(policy="restricted").workers == default_workers()
+
+
+def test_process_workers_take_the_cpus_in_turn() -> None:
+    """Each worker, with the runners it forks, is kept on one CPU (a fork's TLB flush then stays local);
+    the next worker on the next CPU."""
+    allowed = sorted(os.sched_getaffinity(0))
+    with Sandbox(policy="trusted", workers=2, timeout=10) as box:
+        assert box._pool is not None
+        pinned = [sorted(os.sched_getaffinity(slot.conn.process.pid)) for slot in box._pool.slots]
+        forked = box.run("import os\nans = sorted(os.sched_getaffinity(0))")
+    assert all(len(cpus) == 1 and cpus[0] in allowed for cpus in pinned), pinned
+    if len(allowed) >= 2:
+        assert pinned[0] != pinned[1]
+    assert forked.value in pinned, describe(forked)
