@@ -1,6 +1,6 @@
 """The worker: `python -s -P -m potrun.sandbox.worker`, the same program on the host and in a container.
 
-It imports numpy and the allowlisted modules once, isolates itself (an empty network namespace, a
+It imports the allowlisted modules once (numpy once its programs need it), isolates itself (an empty network namespace, a
 subreaper, a pids cgroup where the machine has them), then reads run requests as frames on stdin and
 answers on stdout. It never runs a program itself: each program runs in a runner forked from it, so
 that the worker can enforce the limits from outside. The wall-clock limit is SIGKILL of the runner's
@@ -44,13 +44,15 @@ from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
 
 PRELOAD = (
     "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
-    "collections", "operator", "re", "string", "random", "heapq", "bisect", "copy", "numpy",
-    "numpy.linalg",
+    "collections", "operator", "re", "string", "random", "heapq", "bisect", "copy",
 )  # fmt: skip
-# Allowed modules that a worker imports once a program it forked has imported them: every module a
-# worker holds makes each of its forks dearer (numpy.random maps ~70 more memory areas, which a fork
-# copies and its exit unmaps: ~4% of a fork's cost), and few programs use these.
-PRELOAD_ON_DEMAND = ("numpy.random", "numpy.fft", "numpy.polynomial")
+# Allowed modules that a worker imports only once its programs need them, outside any program's limits:
+# every module a worker holds makes each of its forks dearer (numpy doubles the memory a fork copies
+# and its exit unmaps: a fork runs 1,190 programs/s here without it, 967/s with it), and most programs
+# never use it. numpy and numpy.linalg (NUMPY) come before a warm runner starts, or before a fork whose
+# program names numpy; any of these once a fork reports that its program imported it.
+NUMPY = ("numpy", "numpy.linalg")
+PRELOAD_ON_DEMAND = (*NUMPY, "numpy.random", "numpy.fft", "numpy.polynomial")
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
 WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
@@ -253,6 +255,7 @@ class Worker:
             key = pending[0].key
             if self.warm is None or (self.warm.key != key and not inflight):
                 self._stop_warm()
+                self._import(NUMPY)
                 self.warm = self._spawn(pending[0].message, key)
             elif self.warm.key != key:
                 break
@@ -321,7 +324,8 @@ class Worker:
                 bodies = runner.reader.feed(data)
                 if bodies:
                     self._stop(runner)
-                    self._import_on_demand(_ANSWER.unpack_from(bodies[0])[2])
+                    held = _ANSWER.unpack_from(bodies[0])[2]
+                    self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
                     return frame(bodies[0][_ANSWER.size :])
         finally:
             self._clean_strays()
@@ -380,6 +384,8 @@ class Worker:
 
         Everything is made before the fork: from the fork until the fork is reaped, every page this
         worker writes is copied (it is shared with the fork), and Python writes to many."""
+        if "numpy" in request["source"]:
+            self._import(NUMPY)
         runner = self._fork_runner(request["policy"])
         runner.prepare(request["source"])
         hook = None if runner.policy.restricted else self._trusted_hook
@@ -395,13 +401,15 @@ class Worker:
         process.pid = pid
         return process
 
-    def _import_on_demand(self, held: int) -> None:
-        """Import the PRELOAD_ON_DEMAND modules that a fork's program imported (bits of `held`), so that
-        the next forks have them already."""
-        for bit, name in enumerate(PRELOAD_ON_DEMAND):
-            if held >> bit & 1 and name not in sys.modules:
-                importlib.import_module(name)
-                gc.freeze()
+    def _import(self, names: tuple[str, ...]) -> None:
+        """Import modules of PRELOAD_ON_DEMAND, so that the next runners have them already. The fork
+        runners are made again, since the restricted policy's fast path depends on what is imported."""
+        missing = [name for name in names if name not in sys.modules]
+        for name in missing:
+            importlib.import_module(name)
+        if missing:
+            self._fork_runners.clear()
+            gc.freeze()
 
     def _fork_runner(self, policy: str) -> Runner:
         if policy not in self._fork_runners:

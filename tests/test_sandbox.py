@@ -189,3 +189,18 @@ def test_process_workers_take_the_cpus_in_turn() -> None:
     if len(allowed) >= 2:
         assert pinned[0] != pinned[1]
     assert forked.value in pinned, describe(forked)
+
+
+NAMES_NO_MODULE = "import sys\nans = 'num' + 'py' in sys.modules"
+NAMES_NUMPY = "import sys\nans = 'numpy' in sys.modules"
+
+
+def test_numpy_is_imported_by_the_worker_before_the_first_program_that_names_it() -> None:
+    """A worker holds numpy only once its programs need it (every module it holds makes each fork
+    dearer), and then imports it itself, outside the program's limits: the program finds it imported."""
+    with Sandbox(policy="trusted", workers=1, timeout=10) as box:
+        before, named, after = box.run_many([NAMES_NO_MODULE, NAMES_NUMPY, NAMES_NO_MODULE])
+    assert before.value is False, describe(before)
+    assert named.value is True, describe(named)
+    assert after.value is True, describe(after)
+
