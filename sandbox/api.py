@@ -51,7 +51,8 @@ class Sandbox:
         self.entry = Entry(entry)
         self.workers = workers or default_workers(self.isolation)
         self.backend_name = backend
-        self._backend = _make_backend(backend, hash_seed=hash_seed, image=image, limits=self.limits)
+        self._backend = _make_backend(backend, hash_seed=hash_seed, image=image, limits=self.limits,
+                                      forks=self.isolation is Isolation.FORK)  # fmt: skip
         self._pool: Pool | None = None
         self._settings = {"hash_seed": hash_seed, "image": image}
         self._companions: dict[tuple[str, str], Sandbox] = {}
@@ -134,11 +135,11 @@ class Sandbox:
         return pool.run_many(requests)
 
 
-def _make_backend(name: str, *, hash_seed: int, image: str | None, limits: Limits) -> Backend:
+def _make_backend(name: str, *, hash_seed: int, image: str | None, limits: Limits, forks: bool) -> Backend:
     if name == "process":
         from potrun.sandbox.process import ProcessBackend
 
-        return ProcessBackend(hash_seed=hash_seed)
+        return ProcessBackend(hash_seed=hash_seed, pin_cpus=forks)
     if name == "docker":
         from potrun.sandbox.docker import DockerBackend
 

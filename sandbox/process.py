@@ -86,10 +86,13 @@ class ProcessWorker:
 class ProcessBackend:
     name = "process"
 
-    def __init__(self, hash_seed: int = 0, preload: tuple[str, ...] | None = None) -> None:
+    def __init__(self, hash_seed: int = 0, preload: tuple[str, ...] | None = None, pin_cpus: bool = False) -> None:
         global _swept
         self.hash_seed = hash_seed
         self.preload = preload
+        # Workers that fork for every program are kept on one CPU each (`_pin`); a warm worker is not:
+        # it and its runner work at once, and gained nothing pinned.
+        self.pin_cpus = pin_cpus
         self._cpus: dict[int, int | None] = {}  # each slot's CPU: a replaced worker keeps its slot's
         if not _swept:
             _swept = True
@@ -97,7 +100,7 @@ class ProcessBackend:
 
     def start_worker(self, slot: int) -> ProcessWorker:
         if slot not in self._cpus:
-            self._cpus[slot] = _next_cpu()
+            self._cpus[slot] = _next_cpu() if self.pin_cpus else None
         return ProcessWorker(self.hash_seed, self.preload, self._cpus[slot])
 
     def close(self) -> None:

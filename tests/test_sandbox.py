@@ -204,3 +204,11 @@ def test_numpy_is_imported_by_the_worker_before_the_first_program_that_names_it(
     assert named.value is True, describe(named)
     assert after.value is True, describe(after)
 
+
+
+def test_warm_workers_are_not_pinned() -> None:
+    """A warm worker and its runner work at once: they keep every CPU."""
+    allowed = os.sched_getaffinity(0)
+    with Sandbox(policy="restricted", workers=2, timeout=10) as box:
+        assert box._pool is not None
+        assert all(os.sched_getaffinity(slot.conn.process.pid) == allowed for slot in box._pool.slots)
