@@ -198,12 +198,15 @@ def _cover(directory: str, names: set[str]) -> None:
             return
         for name, fd in kept.items():
             target = os.path.join(directory, name)
-            if stat.S_ISDIR(os.fstat(fd).st_mode):
-                os.mkdir(target)
-            else:
-                os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
-            source = f"/proc/self/fd/{fd}".encode()
-            if _libc.mount(source, target.encode(), None, MS_BIND | MS_REC, None) != 0:
+            try:
+                if stat.S_ISDIR(os.fstat(fd).st_mode):
+                    os.mkdir(target)
+                else:
+                    os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+                bound = _libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, MS_BIND | MS_REC, None)
+            except OSError:
+                bound = -1
+            if bound != 0:
                 unmount(directory)
                 return
     finally:

@@ -1,12 +1,13 @@
 """The worker: `python -s -P -m potrun.sandbox.worker`, the same program on the host and in a container.
 
 It imports the allowlisted modules once (numpy once its programs need it), isolates itself (an empty
-network namespace, a subreaper, a pids cgroup where the machine has them), then reads run requests as
-frames on stdin and answers on stdout. It never runs a program itself: each program runs in a runner
-forked from it, so that the worker can enforce the limits from outside. The wall-clock limit is SIGKILL of the runner's
-process group; the CPU limit is RLIMIT_CPU; memory is RLIMIT_AS; processes are the pids cgroup (or
-RLIMIT_NPROC when the runner is not root). A runner that ran out of time, crashed, or was left in a
-state that the next program could see is killed and replaced by a fresh fork: a few milliseconds.
+network namespace, a subreaper, a pids cgroup where the machine has them), then reads run requests
+as frames on stdin and answers on stdout. It never runs a program itself: each program runs in a
+runner forked from it, so that the worker can enforce the limits from outside. The wall-clock limit
+is SIGKILL of the runner's process group; the CPU limit is RLIMIT_CPU; memory is RLIMIT_AS;
+processes are the pids cgroup (or RLIMIT_NPROC when the runner is not root). A runner that ran out
+of time, crashed, or was left in a state that the next program could see is killed and replaced by a
+fresh fork: a few milliseconds.
 """
 
 from __future__ import annotations
