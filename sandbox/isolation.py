@@ -71,7 +71,7 @@ class Capabilities:
     read_only_files: bool  # programs can write their scratch directory only
     pids_cgroup: bool
     drop_privileges: bool  # programs run as an unprivileged uid of their worker's own
-    reads_all_files: bool  # ...that may read any file (Python is not readable by other users here)
+    reads_all_files: bool  # ...that may read any file (Python unreachable by other users, and no cover)
     subreaper: bool
 
     def to_dict(self) -> dict[str, bool]:
@@ -323,9 +323,10 @@ class RunnerEntry:
 
     `uid`: the unprivileged uid runners switch to (None: they keep the worker's). `read_anything`:
     they keep one capability, CAP_DAC_READ_SEARCH (also across exec), where Python is not readable by
-    other users (it lives under /root): reading is all it allows. `max_processes` is enforced by a pids
-    cgroup where the worker has one (`processes_capped`); RLIMIT_NPROC is the fallback only, since the
-    kernel counts it per uid across the whole machine (every container shares uid 10001)."""
+    other users (it lives under /root) and `open_paths_to_others` could not cover the way to it: reading
+    is all it allows. `max_processes` is enforced by a pids cgroup where the worker has one
+    (`processes_capped`); RLIMIT_NPROC is the fallback only, since the kernel counts it per uid across
+    the whole machine (every container shares uid 10001)."""
 
     def __init__(self, uid: int | None, read_anything: bool, processes_capped: bool) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
