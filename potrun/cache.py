@@ -24,6 +24,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from potrun.sandbox.protocol import RunRequest
 from potrun.types import ExecResult, Status
 
 MAX_ENTRIES = 100_000
@@ -32,10 +33,9 @@ ENTRY_OVERHEAD = 400  # bytes: the key, the ExecResult object, the LRU links
 MAX_ENTRY_BYTES = 64 << 10  # a result larger than this (a long list value) is not kept
 
 
-def request_key(message: dict[str, Any]) -> bytes:
-    """The cache key of a request message: a digest of all of it, so limits and policy are part of it."""
-    text = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+def request_key(request: RunRequest) -> bytes:
+    """The cache key of a request: a digest of all of it, so limits and policy are part of it."""
+    return hashlib.sha256(request.key().encode("utf-8", "surrogatepass")).digest()
 
 
 def result_size(result: ExecResult) -> int:
@@ -103,7 +103,7 @@ class CachedSandbox:
     def __exit__(self, *exc: object) -> None:
         self.sandbox.close()
 
-    def request(self, source: str, entry: str | None = None, **options: Any) -> dict[str, Any]:
+    def request(self, source: str, entry: str | None = None, **options: Any) -> RunRequest:
         return self.sandbox.request(source, entry, **options)
 
     def run(self, source: str, *, entry: str | None = None, **options: Any) -> ExecResult:
@@ -113,7 +113,7 @@ class CachedSandbox:
         requests = (self.request(source, entry, **options) for source in sources)
         return self.run_requests(requests)  # type: ignore[return-value]
 
-    def run_requests(self, requests: Iterable[dict[str, Any] | None]) -> Iterator[ExecResult | None]:
+    def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
         """One result per request, in input order; repeated requests are not sent to the pool."""
         # What to do with each position of the stream, in order: ("run", key) the pool's result is the
         # answer; ("hit", result) answered from the cache; ("dup", key) the result of an earlier
@@ -121,7 +121,7 @@ class CachedSandbox:
         plans: deque[tuple[str, Any]] = deque()
         inflight: dict[bytes, list[Any]] = {}  # key -> [duplicates waiting, result once known]
 
-        def forward() -> Iterator[dict[str, Any] | None]:
+        def forward() -> Iterator[RunRequest | None]:
             for message in requests:
                 if message is None:
                     plans.append(("none", None))

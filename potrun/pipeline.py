@@ -100,6 +100,7 @@ class RecordResult:
     timeout_kind: str | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
+    isolation: str | None = None  # the tier that ran the (first) program: warm or fork
     samples: Mapping[str, Any] | None = None
     checklist_passed: bool | None = None
     checklist_missing: list[Any] | None = None
@@ -116,6 +117,7 @@ class RecordResult:
             "entry": self.entry, "mode": self.mode, "extraction": self.extraction,
             "error_type": self.error_type, "error": self.error, "error_line": self.error_line,
             "timeout_kind": self.timeout_kind, "wall_s": round(self.wall_s, 6), "cpu_s": round(self.cpu_s, 6),
+            "isolation": self.isolation,
         }  # fmt: skip
         if self.verdicts is not None and len(self.verdicts) > 1:
             data["verdicts"] = dict(self.verdicts)
@@ -242,6 +244,7 @@ def finish(prepared: Prepared, executed: list[ExecResult], options: CheckOptions
         entry=main.entry, mode=prepared.samples[0].mode, extraction=prepared.samples[0].how,
         error_type=main.error_type, error=main.error, error_line=main.line,
         timeout_kind=main.timeout_kind, wall_s=main.wall_s, cpu_s=main.cpu_s, samples=summary,
+        isolation=main.isolation,
     )  # fmt: skip
     if prepared.process is not None:
         modes = [sample.mode for sample in prepared.samples]

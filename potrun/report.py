@@ -28,6 +28,7 @@ class Summary:
     status_counts: Counter[str] = field(default_factory=Counter)
     extraction_counts: Counter[str] = field(default_factory=Counter)
     timeouts: Counter[str] = field(default_factory=Counter)
+    isolation_counts: Counter[str] = field(default_factory=Counter)  # records by the tier that ran them
     slowest: list[tuple[float, int, Any, str]] = field(default_factory=list)
     sample_records: int = 0
     pass_at_k: Counter[str] = field(default_factory=Counter)
@@ -56,6 +57,8 @@ class Summary:
             self.extraction_counts[result.extraction] += 1
         if result.timeout_kind:
             self.timeouts[result.timeout_kind] += 1
+        if result.isolation:
+            self.isolation_counts[result.isolation] += 1
         if result.correct is not None:
             self.graded += 1
             for preset, verdict in (result.verdicts or {}).items():
@@ -107,6 +110,7 @@ class Summary:
             "accuracy_by_preset": {p: round(self.accuracy(p), 6) for p in self.presets},
             "execution_rate": round(self.execution_rate, 6),
             "status_counts": dict(self.status_counts), "timeouts": dict(self.timeouts),
+            "isolation_counts": dict(self.isolation_counts),
             "extraction_counts": dict(self.extraction_counts),
             "slowest": [{"id": i, "line": line, "wall_s": round(w, 4), "status": s}
                         for w, line, i, s in sorted(self.slowest, reverse=True)],
@@ -149,6 +153,8 @@ def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
     for status, count in summary.status_counts.most_common():
         note = f"  ({', '.join(f'{k} {v}' for k, v in summary.timeouts.items())})" if status == "timeout" else ""
         table.add_row(f"  {status}", f"{count}{note}")
+    if summary.isolation_counts:
+        table.add_row("tiers", ", ".join(f"{k} {v}" for k, v in summary.isolation_counts.most_common()))
     if summary.extraction_counts:
         table.add_row("extraction", ", ".join(f"{k} {v}" for k, v in summary.extraction_counts.most_common()))
     if "samples" in data:

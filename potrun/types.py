@@ -59,9 +59,11 @@ class Entry(str, Enum):
 
 
 class Isolation(str, Enum):
-    """How much a worker is reset between programs (README, "Isolation levels")."""
+    """Which tiers may run a program (README, "Tiers").
 
-    WARM = "warm"  # one long-lived runner per worker, reset between programs; needs the restricted policy
+    Each result says the tier that ran it (`ExecResult.isolation`: "warm" or "fork")."""
+
+    WARM = "warm"  # the warm tier for programs the verifier proves pure, a fresh fork for every other
     FORK = "fork"  # a fresh fork of the pre-imported worker for every program
 
     def __str__(self) -> str:
@@ -105,11 +107,13 @@ class ExecResult:
     line: int | None = None  # program line of the error or violation, when known
     timeout_kind: str | None = None  # "wall" or "cpu" when status is timeout
     stdout: str = ""  # the tail of what the program printed (bounded)
+    stderr: str = ""  # the tail of what it wrote to stderr (bounded; never read as the answer)
     wall_s: float = 0.0
     cpu_s: float = 0.0
     peak_rss_mb: float | None = None
     attempts: int = 1
     captured: tuple[float, ...] | None = None  # numbers the program's variables held (requests with capture)
+    isolation: str | None = None  # the tier that ran it: "warm" or "fork" (None: it never reached a runner)
 
     @property
     def ok(self) -> bool:
@@ -130,6 +134,7 @@ class ExecResult:
             "cpu_s": round(self.cpu_s, 6),
             "peak_rss_mb": self.peak_rss_mb,
             "attempts": self.attempts,
+            "isolation": self.isolation,
         }
         if self.captured is not None:
             data["captured"] = list(self.captured)

@@ -7,6 +7,7 @@ from typing import Any
 
 from potrun.policies import get_policy
 from potrun.sandbox.pool import Backend, Pool, default_workers
+from potrun.sandbox.protocol import RunRequest
 from potrun.types import Entry, ExecResult, Isolation, Limits, UsageError
 
 BACKENDS = ("process", "docker")
@@ -19,9 +20,10 @@ class Sandbox:
     ...     box.run("def solution():\\n    return 6 * 7").value
     42
 
-    `isolation`: "warm" (default for the restricted policy: one runner per worker runs many programs,
-    reset between them) or "fork" (a fresh fork of the pre-imported worker per program; always used
-    for the trusted policy, whose programs the policy cannot vouch for).
+    `isolation`: "warm" (the default, under either policy: a program that the verifier proves pure,
+    unable to reach anything shared, runs in a long-lived warm runner; every other program in a fresh
+    fork of the pre-imported worker) or "fork" (a fresh fork for every program). Each result says which
+    tier ran it (`ExecResult.isolation`).
     """
 
     def __init__(
@@ -43,11 +45,9 @@ class Sandbox:
         self.limits = Limits(timeout_s=timeout, cpu_s=cpu_timeout, memory_mb=memory_mb, output_bytes=output_bytes)
         if timeout <= 0 or memory_mb <= 0 or output_bytes <= 0:
             raise UsageError("timeout, memory and output limits must be positive")
-        self.isolation = Isolation(isolation) if isolation else (
-            Isolation.WARM if self.policy.restricted else Isolation.FORK
-        )  # fmt: skip
-        if self.isolation is Isolation.WARM and not self.policy.restricted:
-            raise UsageError("warm isolation needs the restricted policy; use isolation='fork' for trusted code")
+        if isolation not in (None, *(tier.value for tier in Isolation)):
+            raise UsageError(f"unknown isolation {isolation!r}; choose one of {', '.join(t.value for t in Isolation)}")
+        self.isolation = Isolation(isolation) if isolation else Isolation.WARM
         self.entry = Entry(entry)
         self.workers = workers or default_workers(self.isolation)
         self.backend_name = backend
@@ -104,20 +104,11 @@ class Sandbox:
 
     # -- running -----------------------------------------------------------------------------------------
 
-    def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> dict[str, Any]:
-        """The wire message for one program (plain data: what the worker receives). `capture`: also
-        send back the numbers the program's variables held (`ExecResult.captured`), for checklists."""
-        message = {
-            "op": "run",
-            "source": source,
-            "policy": self.policy.name,
-            "entry": str(Entry(entry)) if entry else str(self.entry),
-            "isolation": str(self.isolation),
-            "limits": self.limits.to_wire(),
-        }
-        if capture:
-            message["capture"] = True
-        return message
+    def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> RunRequest:
+        """The request for one program under this sandbox's policy, isolation and limits. `capture`:
+        also send back the numbers the program's variables held (`ExecResult.captured`), for checklists."""
+        return RunRequest(source=source, policy=self.policy.name, entry=str(Entry(entry)) if entry else str(self.entry),
+                          isolation=str(self.isolation), limits=self.limits, capture=capture)  # fmt: skip
 
     def run(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
         return next(self.run_many([source], entry=entry, capture=capture))
@@ -128,8 +119,8 @@ class Sandbox:
         requests = (self.request(source, entry, capture=capture) for source in sources)
         return self.run_requests(requests)  # type: ignore[return-value]
 
-    def run_requests(self, requests: Iterable[dict[str, Any] | None]) -> Iterator[ExecResult | None]:
-        """Like run_many, for prepared request messages; a None request yields None in its place."""
+    def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
+        """Like run_many, for prepared requests; a None request yields None in its place."""
         pool = self.start()._pool
         assert pool is not None
         return pool.run_many(requests)

@@ -15,21 +15,26 @@ import select
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from potrun.sandbox.protocol import (
     PROTOCOL_VERSION,
     FrameReader,
     ProtocolError,
+    RunRequest,
     decode,
     encode_exit,
     encode_request,
+    result_from_wire,
 )
 from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status
 
 PIPELINE_DEPTH = 128  # requests in flight per worker: twice what a warm runner holds (WARM_QUEUE)
-MAX_AHEAD = 20_000  # results held for in-order delivery behind one slow program
+MAX_AHEAD = 20_000  # results held for in-order delivery behind one slow program...
+# ...holding at most about this many bytes of answers: past it, potrun reads only the worker that has
+# the program everyone waits for, and the others wait (back-pressure on the sandbox, not memory here).
+MAX_AHEAD_BYTES = 16 << 20
 WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
 START_TIMEOUT_S = 60.0
 MAX_ATTEMPTS = 2
@@ -55,7 +60,7 @@ class Backend(Protocol):
 @dataclass(slots=True)
 class Job:
     index: int
-    message: dict[str, Any]
+    request: RunRequest
     attempts: int = 0
 
 
@@ -72,7 +77,7 @@ class Slot:
     hello: dict[str, Any] = field(default_factory=dict)
 
     def deadline(self) -> float:
-        head = self.inflight[0].message["limits"]["timeout_s"]
+        head = self.inflight[0].request.limits.timeout_s
         return self.progress + head + WATCHDOG_GRACE_S
 
 
@@ -84,6 +89,8 @@ class Pool:
         self.size = size
         self.slots: list[Slot] = []
         self.replaced = 0
+        self._held = 0  # bytes of the answers held for in-order delivery
+        self._next = 0  # the index of the result due next
 
     # -- life cycle ------------------------------------------------------------------------------------
 
@@ -146,19 +153,22 @@ class Pool:
 
     # -- running ---------------------------------------------------------------------------------------
 
-    def run_many(self, messages: Iterable[dict[str, Any] | None]) -> Iterator[ExecResult | None]:
-        """Run each request message; yield one ExecResult per message, in input order.
+    def run_many(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
+        """Run each request; yield one ExecResult per request, in input order.
 
-        A None message runs nothing and yields None in its place (a record with nothing to execute
-        keeps its place in the stream)."""
-        source = enumerate(messages)
+        A None request runs nothing and yields None in its place (a record with nothing to execute
+        keeps its place in the stream). Results that arrive ahead of the one due are held, up to
+        MAX_AHEAD of them and MAX_AHEAD_BYTES of their answers; past that, only the worker running the
+        one due is read."""
+        source = enumerate(requests)
         exhausted = False
         retry: deque[Job] = deque()
-        done: dict[int, ExecResult | None] = {}
-        next_index = 0
+        done: dict[int, tuple[ExecResult | None, int]] = {}  # index -> (result, bytes of its answer)
+        self._held = 0
+        self._next = 0
         issued = 0
         while True:
-            while retry or (not exhausted and issued - next_index < MAX_AHEAD):
+            while retry or (not exhausted and issued - self._next < MAX_AHEAD and self._held < MAX_AHEAD_BYTES):
                 slot = min(self.slots, key=_load)
                 if len(slot.inflight) >= PIPELINE_DEPTH:
                     break
@@ -171,31 +181,40 @@ class Pool:
                     break
                 issued += 1
                 if item[1] is None:
-                    done[item[0]] = None
+                    done[item[0]] = (None, 0)
                 else:
                     self._send(slot, Job(item[0], item[1]))
             if any(s.inflight for s in self.slots):
                 self._step(done, retry)
-            elif exhausted and not retry and next_index not in done:
+            elif exhausted and not retry and self._next not in done:
                 return
-            while next_index in done:
-                yield done.pop(next_index)
-                next_index += 1
+            while self._next in done:
+                result, size = done.pop(self._next)
+                self._held -= size
+                self._next += 1
+                yield result
 
     def _send(self, slot: Slot, job: Job) -> None:
         job.attempts += 1
-        message = dict(job.message, id=job.index)
         if not slot.inflight:
             slot.progress = time.monotonic()
         slot.inflight.append(job)
-        slot.outbox += encode_request(message)
+        slot.outbox += encode_request(replace(job.request, id=job.index))
 
-    def _step(self, done: dict[int, ExecResult], retry: deque[Job]) -> None:
+    def _step(self, done: dict[int, tuple[ExecResult | None, int]], retry: deque[Job]) -> None:
         """One wait for I/O: send what is queued, take what arrived, replace lost workers."""
         busy = [s for s in self.slots if s.inflight]
-        readers = {s.conn.read_fd(): s for s in busy}
+        now = time.monotonic()
+        if self._held >= MAX_AHEAD_BYTES:  # read only the worker that holds the result due next
+            readable_slots = [s for s in busy if any(job.index == self._next for job in s.inflight)]
+            for slot in busy:
+                if slot not in readable_slots:
+                    slot.progress = now  # it waits for us: no time of its own passes
+        else:
+            readable_slots = busy
+        readers = {s.conn.read_fd(): s for s in readable_slots}
         writers = {s.conn.write_fd(): s for s in busy if s.outbox}
-        timeout = max(0.0, min(s.deadline() for s in busy) - time.monotonic())
+        timeout = max(0.0, min(s.deadline() for s in busy) - now)
         readable, writable, _ = select.select(list(readers), list(writers), [], timeout)
         for fd in writable:
             slot = writers[fd]
@@ -213,7 +232,10 @@ class Pool:
             if slot.inflight and now > slot.deadline():
                 self._lose(slot, done, retry, "the worker stopped answering")
 
-    def _receive(self, slot: Slot, done: dict[int, ExecResult], retry: deque[Job]) -> None:
+    def _receive(self, slot: Slot, done: dict[int, tuple[ExecResult | None, int]], retry: deque[Job]) -> None:
+        """Take a worker's answers. Each is checked against the job due before that job leaves the
+        worker's queue: an answer that is not one (another id, a bad field, one too many) is the
+        worker's fault, and every job it held is retried elsewhere."""
         try:
             data = slot.conn.read()
         except OSError:
@@ -223,16 +245,20 @@ class Pool:
             return
         try:
             for body in slot.reader.feed(data):
+                if not slot.inflight:
+                    raise ProtocolError("an answer where none was due")
+                job = slot.inflight[0]
                 message = decode(body)
-                job = slot.inflight.popleft()
-                if message.get("id") != job.index:
-                    raise ProtocolError(f"answer for {message.get('id')} where {job.index} was due")
-                done[job.index] = result_from_message(message, job.attempts)
+                result = result_from_wire(message, request_id=job.index, attempts=job.attempts,
+                                          output_bytes=job.request.limits.output_bytes)  # fmt: skip
+                slot.inflight.popleft()
+                done[job.index] = (result, len(body))
+                self._held += len(body)
                 slot.progress = time.monotonic()
-        except (ProtocolError, IndexError, KeyError, ValueError) as exc:
+        except ProtocolError as exc:
             self._lose(slot, done, retry, f"the worker broke the protocol ({exc})")
 
-    def _lose(self, slot: Slot, done: dict[int, ExecResult], retry: deque[Job], why: str) -> None:
+    def _lose(self, slot: Slot, done: dict[int, tuple[ExecResult | None, int]], retry: deque[Job], why: str) -> None:
         """Replace a worker; retry its programs once, then report them as sandbox errors."""
         jobs = list(slot.inflight)
         slot.inflight.clear()
@@ -240,25 +266,9 @@ class Pool:
             if job.attempts < MAX_ATTEMPTS:
                 retry.append(job)
             else:
-                done[job.index] = ExecResult(Status.SANDBOX_ERROR, error=why, error_type="WorkerLost",
-                                             attempts=job.attempts)  # fmt: skip
+                done[job.index] = (ExecResult(Status.SANDBOX_ERROR, error=why[:500], error_type="WorkerLost",
+                                              attempts=job.attempts), 0)  # fmt: skip
         self._replace(slot)
-
-
-_STATUSES = {status.value: status for status in Status}  # an unknown one: KeyError, a protocol error
-
-
-def result_from_message(message: dict[str, Any], attempts: int = 1) -> ExecResult:
-    """Build an ExecResult from a worker's answer; only plain data ever arrives here."""
-    get = message.get
-    captured = get("captured")
-    return ExecResult(
-        status=_STATUSES[message["status"]], value=get("value"), value_type=get("value_type"),
-        entry=get("entry"), error_type=get("error_type"), error=get("error"), line=get("line"),
-        timeout_kind=get("timeout_kind"), stdout=get("stdout") or "", wall_s=float(get("wall_s") or 0.0),
-        cpu_s=float(get("cpu_s") or 0.0), attempts=attempts,
-        captured=tuple(x for x in captured if type(x) is float) if type(captured) is list else None,
-    )  # fmt: skip
 
 
 def _load(slot: Slot) -> int:

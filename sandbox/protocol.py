@@ -1,46 +1,53 @@
-"""The worker protocol: length-prefixed frames of plain data over pipes.
+"""The worker protocol: length-prefixed frames of plain data over pipes, with one typed schema.
 
 The same frames travel between potrun and a worker process on the host and between potrun and a worker
 inside a container, so the worker program is the same in both backends. Nothing is ever pickled.
 
-Requests (potrun -> worker) start with a fixed binary header (`REQUEST_HEADER`, big-endian)::
+A request is a `RunRequest`; its frame (potrun -> worker) starts with a fixed binary header
+(`REQUEST_HEADER`, big-endian)::
 
-    kind          B   EXIT, RUN_FORK or RUN_WARM (warm: restricted policy in warm isolation)
+    kind          B   EXIT, RUN_FORK (a fresh fork, whatever the program) or RUN_TIERED (the warm tier
+                      where the verifier proves the program pure, a fork otherwise)
     timeout_s     d   the program's wall-clock limit
     memory_mb     Q   } which warm runner may run it: a runner is kept only
     max_processes Q   } while these stay the same
 
-A run request's header is followed by the whole request as JSON::
+followed by the request as JSON (`RunRequest.to_wire`)::
 
-    {"op": "run", "id": 7, "source": "...", "policy": "restricted", "entry": "auto",
-     "isolation": "warm", "limits": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 2048, ...}}
+    {"id": 7, "source": "...", "policy": "restricted", "entry": "auto", "isolation": "warm",
+     "limits": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 2048, ...}}
 
-The header repeats what the worker needs to schedule a program, so that it can stream a warm request to
-its runner untouched, without decoding the JSON: only the runner (and the worker, for a fork or a
-verdict of its own) reads it. `encode_request` builds both from the one message, so they agree. An exit
-request is the header alone.
+The header repeats what the worker needs to schedule a program, so that it can stream a request to its
+warm runner untouched, without decoding the JSON. An exit request is the header alone.
 
 Replies (worker -> potrun) are JSON; potrun refuses a worker whose hello names another protocol::
 
-    {"op": "hello", "pid": 123, "protocol": 2, "capabilities": {...what the worker could enforce...}}
-    {"op": "result", "id": 7, "status": "ok", "value": 42, "value_type": "int", ...}
+    {"op": "hello", "pid": 123, "protocol": 3, "capabilities": {...what the worker could enforce...}}
+    {"op": "result", "id": 7, "status": "ok", "value": 42, "value_type": "int", "isolation": "warm", ...}
 
-Inside the worker, a warm runner gets the request bodies as they came, and answers the worker with the
-result's JSON behind a small binary prefix of its own (`worker.AnswerPipe`).
+**Every byte from a sandbox is untrusted input.** A runner's answer is checked by the worker
+(`check_result`, with `from_runner=True`: a runner may only claim the statuses a program can earn, and
+its id is the worker's, not the runner's), and every result is checked again by potrun
+(`result_from_wire`), field by field, with exact types and bounded sizes: a frame that fails is a
+protocol violation of whoever sent it, never a value.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import struct
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-PROTOCOL_VERSION = 2
+from potrun.types import ExecResult, Limits, Status, Value
+
+PROTOCOL_VERSION = 3
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024  # a frame larger than this means a broken or hostile peer
 
 REQUEST_HEADER = struct.Struct(">BdQQ")
-EXIT, RUN_FORK, RUN_WARM = 0, 1, 2
+EXIT, RUN_FORK, RUN_TIERED = 0, 1, 2
 
 
 def _unencodable(value: Any) -> Any:
@@ -57,7 +64,11 @@ _DECODER = json.JSONDecoder()
 
 
 class ProtocolError(Exception):
-    """The byte stream is not a sequence of valid frames."""
+    """The byte stream is not a sequence of valid frames, or a frame is not a valid message."""
+
+
+class FrameTooLarge(ProtocolError):
+    """A frame announces more bytes than its reader accepts."""
 
 
 class RequestHeader(NamedTuple):
@@ -82,13 +93,12 @@ def frame(body: bytes) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def encode_request(message: dict[str, Any]) -> bytes:
-    """The frame of a run request: its header, then the message as JSON."""
-    limits = message["limits"]
-    warm = message.get("policy") == "restricted" and message.get("isolation", "warm") == "warm"
-    header = REQUEST_HEADER.pack(RUN_WARM if warm else RUN_FORK, limits["timeout_s"], limits["memory_mb"],
-                                 limits["max_processes"])  # fmt: skip
-    return frame(header + dumps(message))
+def encode_request(request: RunRequest) -> bytes:
+    """The frame of a run request: its header, then the request as JSON."""
+    limits = request.limits
+    kind = RUN_TIERED if request.isolation == "warm" else RUN_FORK
+    header = REQUEST_HEADER.pack(kind, limits.timeout_s, limits.memory_mb, limits.max_processes)
+    return frame(header + dumps(request.to_wire()))
 
 
 def encode_exit() -> bytes:
@@ -102,18 +112,19 @@ def request_header(body: bytes) -> RequestHeader:
         raise ProtocolError(f"invalid request header: {exc}") from None
 
 
-def request_message(body: bytes) -> dict[str, Any]:
-    """The JSON part of a run request's frame body."""
-    return decode(body[REQUEST_HEADER.size :])
+def request_message(body: bytes) -> RunRequest:
+    """The request in a run request's frame body."""
+    return RunRequest.from_wire(decode(body[REQUEST_HEADER.size :]))
 
 
 class FrameReader:
     """Accumulates bytes as they arrive and yields complete frame bodies."""
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_buffer", "max_frame")
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
         self._buffer = bytearray()
+        self.max_frame = max_frame
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buffer += data
@@ -122,8 +133,8 @@ class FrameReader:
         start = 0
         while len(buffer) - start >= 4:
             (size,) = _HEADER.unpack_from(buffer, start)
-            if size > MAX_FRAME:
-                raise ProtocolError(f"frame of {size} bytes exceeds the {MAX_FRAME} limit")
+            if size > self.max_frame:
+                raise FrameTooLarge(f"frame of {size} bytes exceeds the {self.max_frame} limit")
             end = start + 4 + size
             if end > len(buffer):
                 break
@@ -143,10 +154,183 @@ def decode(body: bytes) -> dict[str, Any]:
     try:
         text = body.decode()
         message, end = _DECODER.raw_decode(text)
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
-        raise ProtocolError(f"invalid frame: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError, '[' * 10**6
+        raise ProtocolError(f"invalid frame: {type(exc).__name__}") from None
     if end != len(text):
         raise ProtocolError("invalid frame: data after the JSON value")
     if not isinstance(message, dict):
         raise ProtocolError("a frame must hold a JSON object")
     return message
+
+
+# -- the request --------------------------------------------------------------------------------------
+
+ISOLATIONS = ("warm", "fork")  # warm: the warm tier where proven pure, a fork otherwise
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One program to run, as potrun sends it and the worker and its runner read it."""
+
+    source: str
+    policy: str = "restricted"
+    entry: str = "auto"
+    isolation: str = "warm"
+    limits: Limits = field(default_factory=Limits)
+    capture: bool = False  # also send back the numbers the program's variables held (checklists)
+    id: int = -1  # given by the pool: the job's index in its stream
+
+    def to_wire(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"id": self.id, "source": self.source, "policy": self.policy,
+                                   "entry": self.entry, "isolation": self.isolation,
+                                   "limits": self.limits.to_wire()}  # fmt: skip
+        if self.capture:
+            message["capture"] = True
+        return message
+
+    @classmethod
+    def from_wire(cls, message: dict[str, Any]) -> RunRequest:
+        try:
+            limits = message["limits"]
+            request = cls(
+                source=_exact(message["source"], str), policy=_exact(message["policy"], str),
+                entry=_exact(message["entry"], str), isolation=_exact(message["isolation"], str),
+                limits=Limits(timeout_s=_number(limits["timeout_s"]), cpu_s=_number(limits["cpu_s"]),
+                              memory_mb=_exact(limits["memory_mb"], int),
+                              output_bytes=_exact(limits["output_bytes"], int),
+                              max_processes=_exact(limits["max_processes"], int)),
+                capture=message.get("capture", False) is True, id=_exact(message["id"], int),
+            )  # fmt: skip
+        except (KeyError, TypeError) as exc:
+            raise ProtocolError(f"invalid request: {exc}") from None
+        if request.isolation not in ISOLATIONS:
+            raise ProtocolError(f"invalid request: isolation {request.isolation!r}")
+        return request
+
+    def key(self) -> str:
+        """What makes two requests run the same way (the dedup cache's key): all but the id."""
+        return dumps({**self.to_wire(), "id": None}).decode()
+
+
+# -- the result ---------------------------------------------------------------------------------------
+
+# What a runner may report: what a program can earn. Timeouts and crashes are the worker's observations,
+# and sandbox_error is potrun's own failure: a runner that claims one breaks the protocol.
+RUNNER_STATUSES = frozenset({"ok", "no_answer", "syntax_error", "policy_violation", "error", "memory_limit",
+                             "output_limit"})  # fmt: skip
+STATUSES = {status.value: status for status in Status}
+ENTRIES = frozenset({"solution", "solver", "ans", "answer", "result", "stdout"})
+TIMEOUT_KINDS = frozenset({"wall", "cpu"})
+TEXT_LIMIT = 500  # characters of an error message, an error type or a rule name
+TYPE_LIMIT = 100
+STREAM_LIMIT = 1000  # characters of stdout's and stderr's tails
+MAX_CAPTURED = 1000
+MAX_DEPTH = 10  # of a list value
+
+
+def check_result(message: dict[str, Any], *, request_id: int, from_runner: bool,
+                 output_bytes: int) -> dict[str, Any]:  # fmt: skip
+    """A result message made safe to forward: every field of its exact type and bounded, the id the
+    request's, unknown fields dropped. Raises ProtocolError for anything else."""
+    try:
+        status = _exact(message["status"], str)
+        if status not in (RUNNER_STATUSES if from_runner else STATUSES):
+            raise ProtocolError(f"status {status[:TYPE_LIMIT]!r} is not one a {'runner' if from_runner else 'worker'} "
+                                "may report")  # fmt: skip
+        value = message.get("value")
+        budget = [output_bytes]
+        _check_value(value, 0, budget)
+        checked: dict[str, Any] = {"op": "result", "id": request_id, "status": status, "value": value,
+                                   "value_type": _value_type(value)}  # fmt: skip
+        if value is None and status == "ok":
+            raise ProtocolError("an ok result without a value")
+        entry = _optional(message.get("entry"), str)
+        if entry is not None and entry not in ENTRIES:
+            raise ProtocolError("unknown entry")
+        checked["entry"] = entry
+        for name, limit in (("error_type", TYPE_LIMIT), ("error", TEXT_LIMIT), ("stdout", STREAM_LIMIT),
+                            ("stderr", STREAM_LIMIT)):  # fmt: skip
+            text = _optional(message.get(name), str)
+            checked[name] = text if text is None or len(text) <= limit else text[:limit]
+        checked["line"] = _optional(message.get("line"), int)
+        kind = _optional(message.get("timeout_kind"), str)
+        if kind is not None and kind not in TIMEOUT_KINDS:
+            raise ProtocolError("unknown timeout kind")
+        checked["timeout_kind"] = kind
+        for name in ("wall_s", "cpu_s"):
+            seconds = _number(message.get(name, 0.0))
+            if not (math.isfinite(seconds) and seconds >= 0):
+                raise ProtocolError(f"{name} is not a duration")
+            checked[name] = seconds
+        isolation = _optional(message.get("isolation"), str)
+        if isolation is not None and isolation not in ISOLATIONS:
+            raise ProtocolError("unknown isolation")
+        checked["isolation"] = isolation
+        captured = message.get("captured")
+        if captured is not None:
+            if type(captured) is not list or len(captured) > MAX_CAPTURED or any(type(x) is not float for x in captured):
+                raise ProtocolError("captured must be a list of floats")
+            checked["captured"] = captured
+    except (KeyError, TypeError) as exc:
+        raise ProtocolError(f"invalid result: {exc}") from None
+    return checked
+
+
+def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: int,
+                     attempts: int = 1) -> ExecResult:  # fmt: skip
+    """The ExecResult in a worker's answer, checked (`check_result`): only plain data arrives here."""
+    if message.get("id") != request_id or type(message.get("id")) is not int:
+        raise ProtocolError(f"an answer for {str(message.get('id'))[:20]} where {request_id} was due")
+    get = check_result(message, request_id=request_id, from_runner=False, output_bytes=output_bytes).get
+    captured = get("captured")
+    return ExecResult(
+        status=STATUSES[get("status")], value=get("value"), value_type=get("value_type"), entry=get("entry"),
+        error_type=get("error_type"), error=get("error"), line=get("line"), timeout_kind=get("timeout_kind"),
+        stdout=get("stdout") or "", stderr=get("stderr") or "", wall_s=float(get("wall_s")),
+        cpu_s=float(get("cpu_s")), attempts=attempts, isolation=get("isolation"),
+        captured=tuple(captured) if captured is not None else None,
+    )  # fmt: skip
+
+
+def _exact(value: Any, kind: type) -> Any:
+    if type(value) is not kind:
+        raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _optional(value: Any, kind: type) -> Any:
+    return None if value is None else _exact(value, kind)
+
+
+def _number(value: Any) -> float:
+    if type(value) is not float and type(value) is not int:
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _check_value(value: Any, depth: int, budget: list[int]) -> None:
+    """Plain data only (None, bool, int, float, str, lists of these), within `budget` characters."""
+    kind = type(value)
+    if kind is str:
+        budget[0] -= len(value)
+    elif kind is list:
+        if depth >= MAX_DEPTH:
+            raise ProtocolError("a list value nested too deeply")
+        budget[0] -= len(value)
+        for item in value:
+            _check_value(item, depth + 1, budget)
+    elif kind is int:
+        budget[0] -= 8 if -(1 << 62) < value < (1 << 62) else value.bit_length() // 3
+    elif not (value is None or kind is bool or kind is float):
+        raise ProtocolError(f"a value of type {kind.__name__} is not plain data")
+    else:
+        budget[0] -= 8
+    if budget[0] < 0:
+        raise ProtocolError("a value larger than the output limit")
+
+
+_VALUE_TYPES: dict[type, str] = {bool: "bool", int: "int", float: "float", str: "str", list: "list"}
+
+
+def _value_type(value: Value) -> str | None:
+    return _VALUE_TYPES.get(type(value))

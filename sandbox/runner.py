@@ -1,9 +1,18 @@
 """The runner: the process that executes programs, one at a time, under the worker's watch.
 
-A runner is forked from the worker (which has numpy and the allowlist already imported), enters its
-limits (`isolation.RunnerEntry`) and runs either one program (fork isolation) or many, resetting what a
-program may change between them (warm isolation, restricted policy only). It answers with plain data:
-the value is converted here, under the program's own limits, and never leaves as an object.
+A runner is forked from the worker (which has numpy and the allowlist already imported) and enters its
+limits (`isolation.RunnerEntry`). It runs in one of two tiers:
+
+- **warm**: a long-lived runner that runs many programs, one after another, with nothing reset between
+  them. It runs a program only if the verifier (`potrun.policies.pure`) proves, from its compiled code,
+  that it cannot reach anything shared (module state, library objects, the runner's own code) or leave
+  anything behind; it answers any other program with "needs a fork", and the worker forks it. What is
+  not proven safe is not reused: there is no list of state to reset.
+- **fork**: a fresh fork of the worker that runs one program and is killed; under the restricted policy
+  the program is compiled by RestrictedPython and runs with its guards, under the trusted one as it is.
+
+It answers with plain data: the value is converted here, under the program's own limits, with exact
+types and bounded as a whole, and never leaves as an object.
 """
 
 from __future__ import annotations
@@ -22,19 +31,20 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from potrun.policies import PolicySpec
+from potrun.policies.pure import pure_globals, why_not_pure
 from potrun.policies.restricted import (
     FILENAME,
     PROGRAM_MODULE,
     Guards,
     PolicyViolation,
-    compile_checked_program,
     compile_restricted_program,
-    suspicious_names,
 )
-from potrun.sandbox import isolation, values
+from potrun.sandbox import isolation, seeding, values
+from potrun.sandbox.protocol import RunRequest
 
 ERROR_LIMIT = 500  # characters of an error message
-STDOUT_TAIL = 1000  # characters of printed output kept with the result
+TYPE_LIMIT = 100  # characters of an error type's name (a class may be named with 30 MB)
+STREAM_TAIL = 1000  # characters of stdout and of stderr kept with the result
 ENTRY_FUNCTIONS = ("solution", "solver")
 ENTRY_VARIABLES = ("ans", "answer", "result")
 COMPILE_CACHE_SIZE = 4096
@@ -47,33 +57,72 @@ class OutputLimitExceeded(BaseException):
 
 
 class OutputSink:
-    """Where the program's stdout and stderr go: counted, capped, only the tail kept."""
+    """Where the program's stdout and stderr go: counted together against the output limit, kept apart.
 
-    __slots__ = ("limit", "size", "tail", "exceeded", "on_overflow")
+    stdout's last non-blank line is kept whole (it may be the answer: `print(10**1000)` is 1,001
+    digits), and a tail of each stream is sent with the result; stderr is never read as the answer."""
+
+    __slots__ = ("limit", "size", "exceeded", "on_overflow", "stdout", "stderr")
 
     def __init__(self, limit: int, on_overflow: Callable[[], None]) -> None:
         self.limit = limit
         self.size = 0
-        self.tail = ""
         self.exceeded = False
         self.on_overflow = on_overflow
+        self.stdout = Stream(self, keep_last_line=True)
+        self.stderr = Stream(self, keep_last_line=False)
 
-    def write(self, text: Any) -> int:
-        text = text if type(text) is str else str(text)
-        self.size += len(text)
+    def count(self, size: int) -> None:
+        self.size += size
         if self.size > self.limit:
             self.exceeded = True
             self.on_overflow()
             raise OutputLimitExceeded()
-        self.tail = (self.tail + text)[-STDOUT_TAIL:]
+
+    def last_line(self) -> str | None:
+        return self.stdout.last_line()
+
+
+class Stream:
+    """One of the program's two output streams (a file-like object with write and flush)."""
+
+    __slots__ = ("sink", "tail", "_line", "_last", "_keep_last")
+
+    def __init__(self, sink: OutputSink, keep_last_line: bool) -> None:
+        self.sink = sink
+        self.tail = ""
+        self._line: list[str] = []  # the line being written, in pieces
+        self._last = ""  # the last complete non-blank line
+        self._keep_last = keep_last_line
+
+    def write(self, text: Any) -> int:
+        text = text if type(text) is str else str.__str__(text) if isinstance(text, str) else str(text)
+        self.sink.count(len(text))
+        self.tail = (self.tail + text)[-STREAM_TAIL:] if len(text) < STREAM_TAIL else text[-STREAM_TAIL:]
+        if self._keep_last:
+            self._track_lines(text)
         return len(text)
+
+    def _track_lines(self, text: str) -> None:
+        if "\n" not in text:
+            self._line.append(text)
+            return
+        head, _, rest = text.partition("\n")
+        self._line.append(head)
+        lines = ["".join(self._line), *rest.split("\n")]
+        self._line = [lines.pop()]
+        for line in reversed(lines):
+            if line.strip():
+                self._last = line
+                break
 
     def flush(self) -> None:
         pass
 
     def last_line(self) -> str | None:
-        lines = [line for line in self.tail.splitlines() if line.strip()]
-        return lines[-1].strip() if lines else None
+        current = "".join(self._line)
+        line = current if current.strip() else self._last
+        return line.strip() if line.strip() else None
 
 
 class _Printer:
@@ -81,43 +130,44 @@ class _Printer:
 
     __slots__ = ("sink",)
 
-    def __init__(self, sink: OutputSink) -> None:
+    def __init__(self, sink: OutputSink) -> None:  # the whole sink: `print` writes to its stdout
         self.sink = sink
 
     def _call_print(self, *objects: Any, sep: str | None = " ", end: str | None = "\n", **_: Any) -> None:
         sep = " " if sep is None else sep
         end = "\n" if end is None else end
-        self.sink.write(sep.join(map(str, objects)) + end)
+        self.sink.stdout.write(sep.join(map(str, objects)) + end)
 
     def __call__(self) -> str:  # the `printed` name
-        return self.sink.tail
+        return self.sink.stdout.tail
 
 
 class Runner:
-    """Executes programs under one policy, in the runner process's directory and limits.
+    """Executes programs in the runner process's directory and limits.
 
-    A warm runner (`warm=True`) is made in its runner process and runs many programs there, setting
-    the CPU limit for each and checking after each that nothing the program started outlives it. A
-    fork runner is made once, in the worker, and each fork runs one program on its own copy of it
-    (its limits entered at the fork); the fork is killed afterwards, so there is nothing to check.
-    `send` belongs to the process that runs the programs: a fork sets it to its own answer pipe."""
+    A warm runner (`warm=True`) is made in its runner process and runs the programs that the verifier
+    proves pure, whatever their policy (a pure program does nothing the restricted policy forbids),
+    setting the CPU limit for each and checking after each that nothing outlives it (defence in depth:
+    a pure program cannot start a thread or a process). A fork runner is made once per policy, in the
+    worker, and each fork runs one program on its own copy of it (its limits entered at the fork); the
+    fork is killed afterwards, so there is nothing to check. `send` belongs to the process that runs the
+    programs: a fork sets it to its own answer pipe."""
 
     def __init__(self, policy: PolicySpec, *, warm: bool,
                  send: Callable[[dict[str, Any], bool], None] | None = None) -> None:  # fmt: skip
         self.policy = policy
         self.warm = warm
         self.send = send
-        self.guards = Guards(policy) if policy.restricted else None
-        self._compiled: OrderedDict[str, tuple[types.CodeType, bool]] = OrderedDict()
+        self.guards = Guards(policy) if policy.restricted and not warm else None
+        # source -> (code, transformed by RestrictedPython, why the warm tier refuses it or None)
+        self._compiled: OrderedDict[str, tuple[types.CodeType, bool, str | None]] = OrderedDict()
         # A fork's copy keeps the one program compiled ahead for it; the worker keeps no more.
         self._cache_size = COMPILE_CACHE_SIZE if warm else 1
-        self._suspicious = suspicious_names(policy.allowed_modules) if policy.restricted else frozenset()
         self._threads = threading.active_count()
-        self._current: dict[str, Any] | None = None
+        self._current: RunRequest | None = None
         self._sink: OutputSink | None = None
         self._cpu_backstop: float | None = None  # CPU time at which the backstop strikes; None: exact limit
-        # A restricted program cannot touch the descriptor; a trusted one could, so it keeps waitpid.
-        self._children = isolation.ChildList() if warm and policy.restricted else None
+        self._children = isolation.ChildList() if warm else None
 
     def prepare(self, source: str) -> None:
         """Compile a program ahead, in the worker, for the fork that will run it: Python code run for
@@ -132,35 +182,47 @@ class Runner:
 
     # -- one program ---------------------------------------------------------------------------------
 
-    def run(self, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Run one program; return its result and whether this runner must be replaced."""
-        self._current = request
-        limits = request["limits"]
+    def run(self, request: RunRequest) -> tuple[dict[str, Any] | None, bool]:
+        """Run one program; return its result and whether this runner must be replaced. A warm runner
+        returns no result (None) for a program it may not run: the worker forks it."""
         if self.warm:
-            self._limit_cpu(limits["cpu_s"], limits["timeout_s"])
-        sink = self._sink = OutputSink(limits["output_bytes"], self._overflow)
+            try:
+                if self._compile(request.source)[2] is not None:
+                    return None, False
+            except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+                pass  # reported by _execute, as in a fork
+        self._current = request
+        limits = request.limits
+        if self.warm:
+            self._limit_cpu(limits.cpu_limit_s, limits.timeout_s)
+        else:
+            seeding.reseed()
+        sink = self._sink = OutputSink(limits.output_bytes, self._overflow)
         saved = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = sink  # type: ignore[assignment]
+        sys.stdout, sys.stderr = sink.stdout, sink.stderr  # type: ignore[assignment]
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
             result, recycle = self._execute(request, sink)
         finally:
             sys.stdout, sys.stderr = saved
-        result["id"] = request.get("id")
+        result["id"] = request.id
+        result["isolation"] = "warm" if self.warm else "fork"
         result["wall_s"] = time.perf_counter() - wall0
         result["cpu_s"] = time.process_time() - cpu0
-        if sink.tail:
-            result["stdout"] = sink.tail
+        if sink.stdout.tail:
+            result["stdout"] = sink.stdout.tail
+        if sink.stderr.tail:
+            result["stderr"] = sink.stderr.tail
         return result, recycle or (self.warm and not self._pristine())
 
     def _limit_cpu(self, cpu_s: float, timeout_s: float) -> None:
         """RLIMIT_CPU for the next program: `cpu_s` more seconds from now.
 
-        A restricted program runs on one thread, so its CPU time cannot outrun its wall time, which the
+        A pure program runs on one thread, so its CPU time cannot outrun its wall time, which the
         worker enforces from outside: where the CPU limit is no tighter than the wall limit, the rlimit
         is only a backstop. It is then set CPU_BACKSTOP times wider and set again only when fewer than
         `cpu_s` + 1 seconds of it are left, instead of three system calls for every program."""
-        if self.guards is None or cpu_s < timeout_s:
+        if cpu_s < timeout_s:
             isolation.set_cpu_limit(cpu_s)
             self._cpu_backstop = None
             return
@@ -169,22 +231,21 @@ class Runner:
             isolation.set_cpu_limit(CPU_BACKSTOP * cpu_s)
             self._cpu_backstop = used + CPU_BACKSTOP * cpu_s
 
-    def _execute(self, request: dict[str, Any], sink: OutputSink) -> tuple[dict[str, Any], bool]:
+    def _execute(self, request: RunRequest, sink: OutputSink) -> tuple[dict[str, Any], bool]:
         guards = self.guards
         if guards is not None:
             guards.begin()
         try:
-            code, transformed = self._compile(request["source"])
+            code, transformed, _ = self._compile(request.source)
             namespace = self._namespace(sink, transformed)
-            _reset_shared_state(request["source"])
             exec(code, namespace)
-            capture = Capture() if request.get("capture") else None
-            value, entry = _read_entry(namespace, request.get("entry", "auto"), sink, capture)
-            result = _value_result(value, entry, request["limits"]["output_bytes"])
+            capture = Capture() if request.capture else None
+            value, entry = _read_entry(namespace, request.entry, sink, capture)
+            result = _value_result(value, entry, request.limits.output_bytes)
             if capture is not None and result["status"] in ("ok", "no_answer"):
                 result["captured"] = capture.numbers(namespace, value)
         except SyntaxError as exc:
-            return {"status": "syntax_error", "error_type": type(exc).__name__,
+            return {"status": "syntax_error", "error_type": _type_name(exc),
                     "error": _bounded(exc.msg), "line": exc.lineno}, False  # fmt: skip
         except PolicyViolation as exc:
             return _violation_result(exc), False
@@ -201,25 +262,29 @@ class Runner:
             return _violation_result(guards.violations[0]), False
         return result, False
 
-    def _compile(self, source: str) -> tuple[types.CodeType, bool]:
-        """The code object, and whether it went through RestrictedPython's transform."""
+    def _compile(self, source: str) -> tuple[types.CodeType, bool, str | None]:
+        """The code object, whether it went through RestrictedPython's transform, and why the warm tier
+        may not run it (None: proven pure). A warm runner compiles plainly and asks the verifier; a
+        fork compiles under its policy."""
         cached = self._compiled.get(source)
         if cached is None:
-            if not self.policy.restricted:
-                cached = compile(source, FILENAME, "exec"), False
+            if self.warm:
+                code = compile(source, FILENAME, "exec")
+                cached = code, False, why_not_pure(code)
+            elif self.guards is None:
+                cached = compile(source, FILENAME, "exec"), False, None
             else:
-                code = compile_checked_program(source, self._suspicious)
-                cached = (code, False) if code is not None else (compile_restricted_program(source), True)
+                cached = compile_restricted_program(source), True, None
             self._compiled[source] = cached
             if len(self._compiled) > self._cache_size:
                 self._compiled.popitem(last=False)
         return cached
 
     def _namespace(self, sink: OutputSink, transformed: bool) -> dict[str, Any]:
+        if self.warm:
+            return pure_globals()
         if self.guards is None:
             return {"__name__": "__main__", "__builtins__": builtins}
-        if not transformed:
-            return {"__name__": PROGRAM_MODULE, "__builtins__": self.guards.builtins}
         printer = _Printer(sink)
         return self.guards.new_globals(lambda _getattr=None: printer)
 
@@ -227,7 +292,8 @@ class Runner:
         """Past the output limit: answer now and leave, so a program that catches it cannot go on."""
         if self._sink is not None and self._current is not None:
             result = _output_limit_result(self._sink)
-            result["id"] = self._current.get("id")
+            result["id"] = self._current.id
+            result["isolation"] = "warm" if self.warm else "fork"
             self.send(result, True)  # type: ignore[misc]
             os._exit(0)
 
@@ -381,14 +447,18 @@ def _keep(value: Any, found: dict[float, None]) -> None:
 
 
 def _parse_printed(line: str) -> Any:
-    """A printed number becomes a number; anything else stays text for the comparator."""
+    """A printed number becomes a number; anything else stays text for the comparator (an integer
+    too long for Python to read stays text too, rather than become a float's inf)."""
     text = line.strip()
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+    try:
+        return int(text)
+    except ValueError:
+        if text.lstrip("+-").isdigit():
+            return text
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _value_result(value: Any, entry: str | None, output_limit: int) -> dict[str, Any]:
@@ -397,31 +467,34 @@ def _value_result(value: Any, entry: str | None, output_limit: int) -> dict[str,
             else f"{entry} gave None"  # fmt: skip
         return {"status": "no_answer", "entry": entry, "error": message}
     try:
-        plain = values.to_plain(value)
+        plain = values.to_plain(value, values.Budget(output_limit))
     except values.IntegerTooLong as exc:
         return {"status": "error", "entry": entry, "error_type": "ValueError", "error": str(exc)}
     except values.TooLarge as exc:
         return {"status": "output_limit", "entry": entry, "error_type": "TooLarge", "error": str(exc)}
     except values.Unconvertible as exc:
         return {"status": "no_answer", "entry": entry, "error_type": "Unconvertible", "error": str(exc)}
-    if type(plain) is str and len(plain) > output_limit:
-        return {"status": "output_limit", "entry": entry, "error_type": "TooLarge",
-                "error": f"answer string of {len(plain)} characters"}  # fmt: skip
     return {"status": "ok", "entry": entry, "value": plain, "value_type": values.value_type(plain)}
 
 
 def _error_result(exc: BaseException) -> dict[str, Any]:
     try:
         message = str(exc)
-    except Exception:
+        if type(message) is not str:
+            message = "<unprintable message>"
+    except BaseException:
         message = "<unprintable message>"
-    return {"status": "error", "error_type": type(exc).__name__, "error": _bounded(message),
+    return {"status": "error", "error_type": _type_name(exc), "error": _bounded(message),
             "line": _program_line(exc)}  # fmt: skip
 
 
+def _type_name(exc: BaseException) -> str:
+    return values.bounded_name(type(exc), TYPE_LIMIT)
+
+
 def _violation_result(exc: PolicyViolation) -> dict[str, Any]:
-    return {"status": "policy_violation", "error_type": exc.rule, "error": _bounded(exc.message),
-            "line": exc.line}  # fmt: skip
+    return {"status": "policy_violation", "error_type": _bounded(str(exc.rule))[:TYPE_LIMIT],
+            "error": _bounded(str(exc.message)), "line": exc.line}  # fmt: skip
 
 
 def _output_limit_result(sink: OutputSink) -> dict[str, Any]:
@@ -440,29 +513,8 @@ def _program_line(exc: BaseException) -> int | None:
 
 
 def _bounded(text: str) -> str:
+    text = text if type(text) is str else str.__str__(text)
     return text if len(text) <= ERROR_LIMIT else text[: ERROR_LIMIT - 3] + "..."
-
-
-# -- state a program may change ---------------------------------------------------------------------
-
-
-def _reset_shared_state(source: str) -> None:
-    """Same seeds and contexts for every program, so results do not depend on the one before."""
-    if "random" in source:
-        import random
-
-        random.seed(0)
-        numpy = sys.modules.get("numpy")
-        if numpy is not None:
-            numpy.random.seed(0)
-    if "decimal" in source or "Decimal" in source:
-        import decimal
-
-        decimal.setcontext(decimal.Context())
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and ("seterr" in source or "printoptions" in source):
-        numpy.seterr(all="warn", under="ignore")
-        numpy.set_printoptions()
 
 
 # -- trusted runners: guard the machinery, not the program --------------------------------------------

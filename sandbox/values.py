@@ -6,6 +6,7 @@ waste the program's own time. Only known types are converted; anything else is r
 
 from __future__ import annotations
 
+import itertools
 import sys
 from decimal import Decimal
 from fractions import Fraction
@@ -29,54 +30,82 @@ class IntegerTooLong(ValueError):
     so the program failed to produce a number, as `print(10 ** 100000)` fails."""
 
 
-def to_plain(value: Any, depth: int = 0) -> Any:
-    """int, float (NaN and inf kept), bool, str, None, and lists of these."""
+class Budget:
+    """How much plain data one answer may still grow by (in characters of its JSON, roughly): the
+    whole value is bounded, not each part, so 60 strings of 1 MB do not pass a 1 MB limit."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise TooLarge("the answer is larger than the output limit")
+
+
+def to_plain(value: Any, budget: Budget | None = None, depth: int = 0) -> Any:
+    """int, float (NaN and inf kept), bool, str, None, and lists of these, within `budget`.
+
+    Types are checked exactly: a subclass of list or tuple is read through the base type's own length
+    and iterator (a lying `__len__` or `__iter__` is never called), and other subclasses are converted
+    only where their base type is (an int subclass becomes an int)."""
+    if budget is None:
+        budget = Budget(1 << 62)
     kind = type(value)
-    if kind is bool or kind is float or kind is str or value is None:
+    if kind is bool or kind is float or value is None:
+        budget.spend(8)
+        return value
+    if kind is str:
+        budget.spend(len(value) + 2)
         return value
     if kind is int:
         if value.bit_length() > MAX_INT_BITS:
             raise IntegerTooLong(f"integer of {value.bit_length()} bits exceeds the limit for integer string "
                                  f"conversion ({MAX_INT_BITS} bits)")  # fmt: skip
+        budget.spend(max(8, value.bit_length() // 3))
         return value
-    if isinstance(value, (list, tuple)):
-        return _plain_list(value, depth)
+    if isinstance(value, list):
+        return _plain_list(list.__len__(value), list.__iter__(value), budget, depth)
+    if isinstance(value, tuple):
+        return _plain_list(tuple.__len__(value), tuple.__iter__(value), budget, depth)
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, (numpy.generic, numpy.ndarray)):
-        return _plain_numpy(value, numpy, depth)
-    if isinstance(value, Fraction):
-        return float(value)
-    if isinstance(value, Decimal):
-        return float(value)
+        return _plain_numpy(value, numpy, budget, depth)
+    if isinstance(value, (Fraction, Decimal)):
+        return to_plain(float(value), budget, depth)
     if kind.__module__.startswith("sympy"):
-        return _plain_sympy(value)
-    if isinstance(value, bool):
-        return bool(value)
+        return to_plain(_plain_sympy(value), budget, depth)
     if isinstance(value, int):  # IntEnum and other int subclasses
-        return to_plain(int(value), depth)
+        return to_plain(int.__index__(value), budget, depth)
     if isinstance(value, float):
-        return float(value)
-    raise Unconvertible(f"answer of type {kind.__name__} is not a number: {bounded_repr(value)}")
+        return to_plain(float.__float__(value), budget, depth)
+    if isinstance(value, str):
+        return to_plain(str.__str__(value), budget, depth)
+    raise Unconvertible(f"answer of type {bounded_name(kind)} is not a number: {bounded_repr(value)}")
 
 
-def _plain_list(items: Any, depth: int) -> list[Any]:
+def _plain_list(size: int, items: Any, budget: Budget, depth: int) -> list[Any]:
     if depth > 8:
         raise Unconvertible("answer nested too deeply")
-    if len(items) > MAX_ITEMS:
-        raise TooLarge(f"list of {len(items)} items")
-    return [to_plain(item, depth + 1) for item in items]
+    if size > MAX_ITEMS:
+        raise TooLarge(f"list of {size} items")
+    budget.spend(2 + size)
+    return [to_plain(item, budget, depth + 1) for item in itertools.islice(items, MAX_ITEMS)]
 
 
-def _plain_numpy(value: Any, numpy: Any, depth: int) -> Any:
+def _plain_numpy(value: Any, numpy: Any, budget: Budget, depth: int) -> Any:
     if isinstance(value, numpy.ndarray):
         if value.size > MAX_ITEMS:
             raise TooLarge(f"array of {value.size} items")
         if value.dtype.kind not in "biuf":
             raise Unconvertible(f"array of dtype {value.dtype}")
-        return _plain_list(value.tolist(), depth) if value.ndim else to_plain(value.item(), depth)
+        plain = numpy.ndarray.tolist(value)
+        return _plain_list(len(plain), iter(plain), budget, depth) if value.ndim else to_plain(plain, budget, depth)
     if value.dtype.kind not in "biuf":
         raise Unconvertible(f"numpy scalar of dtype {value.dtype}")
-    return to_plain(value.item(), depth)
+    return to_plain(numpy.generic.item(value), budget, depth)
 
 
 def _plain_sympy(value: Any) -> Any:
@@ -97,9 +126,17 @@ def value_type(value: Any) -> str | None:
     return VALUE_TYPES[type(value)]
 
 
+def bounded_name(kind: type, limit: int = 100) -> str:
+    """A type's name, bounded: a class may be named with a 30 MB string."""
+    name = type.__dict__["__name__"].__get__(kind)
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
 def bounded_repr(value: Any, limit: int = REPR_LIMIT) -> str:
     try:
         text = repr(value)
-    except Exception as exc:  # a hostile __repr__ is the program's own error
-        text = f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
+    except BaseException as exc:  # a hostile __repr__ is the program's own error
+        text = f"<unrepresentable {bounded_name(type(value))}: {bounded_name(type(exc))}>"
+    if type(text) is not str:
+        text = f"<unrepresentable {bounded_name(type(value))}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -28,13 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from potrun.policies import get_policy
-from potrun.sandbox import isolation
+from potrun.sandbox import isolation, seeding
 from potrun.sandbox.protocol import (
     EXIT,
     PROTOCOL_VERSION,
-    RUN_WARM,
+    RUN_TIERED,
     FrameReader,
+    FrameTooLarge,
     ProtocolError,
+    RunRequest,
+    check_result,
+    decode,
     dumps,
     encode,
     frame,
@@ -50,10 +54,12 @@ PRELOAD = (
 # Allowed modules that a worker imports only once its programs need them, outside any program's limits:
 # every module a worker holds makes each of its forks dearer (numpy doubles the memory a fork copies
 # and its exit unmaps: a fork runs 1,190 programs/s here without it, 967/s with it), and most programs
-# never use it. numpy and numpy.linalg (NUMPY) come before a warm runner starts, or before a fork whose
-# program names numpy; any of these once a fork reports that its program imported it.
-NUMPY = ("numpy", "numpy.linalg")
-PRELOAD_ON_DEMAND = (*NUMPY, "numpy.random", "numpy.fft", "numpy.polynomial")
+# never use it. numpy, numpy.linalg and numpy.random (NUMPY) come before a warm runner starts, or before a
+# fork whose program names numpy (numpy.random with them, so that its global generator is always the
+# worker's, seeded per program: one imported by the fork itself would draw its seed at another point of
+# the stream); any of these once a fork reports that its program imported it.
+NUMPY = ("numpy", "numpy.linalg", "numpy.random")
+PRELOAD_ON_DEMAND = (*NUMPY, "numpy.fft", "numpy.polynomial")
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
 WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
@@ -65,15 +71,20 @@ WARM_QUEUE_BYTES = 32 * 1024
 READ_SIZE = 1 << 16
 POLL_S = 0.002  # how often the worker looks for a warm runner's answers while they flow...
 SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
-# A runner's answer to the worker: whether the runner must be replaced, when it finished the program
+# A runner's answer to the worker: its flags (RECYCLE: the runner must be replaced; NEEDS_FORK: a warm
+# runner may not run the program, and there is no result), when it finished the program
 # (time.perf_counter: one clock for the worker and the runners it forks), and which PRELOAD_ON_DEMAND
 # modules it holds (a bit each); then the JSON result.
-_ANSWER = struct.Struct(">?dB")
+_ANSWER = struct.Struct(">BdB")
+RECYCLE, NEEDS_FORK = 1, 2
+# The largest answer a runner may send: a value of the output limit, every character escaped (\uXXXX),
+# and the other fields.
+ANSWER_SLACK = 64 * 1024
 FIONREAD = 0x541B  # termios.FIONREAD on Linux: bytes waiting in a pipe
 # Room to spare for an answer to be sure it does not wait: its framing, and a page, since the pipe
 # keeps its bytes in whole pages.
 _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
-WARM_POLICY = "restricted"  # the one policy that warm runners run (the header's RUN_WARM)
+WARM_POLICY = "restricted"  # warm runners run pure programs of any policy; this one's spec makes them
 
 
 class Request:
@@ -84,15 +95,15 @@ class Request:
     __slots__ = ("warm", "timeout_s", "key", "body", "sent", "_message")
 
     def __init__(self, warm: bool, timeout_s: float, key: tuple[int, int], body: bytes) -> None:
-        self.warm = warm
+        self.warm = warm  # it may take the warm tier (if the warm runner finds it pure)
         self.timeout_s = timeout_s
         self.key = key  # the settings a warm runner is made for
         self.body = body
         self.sent = 0.0  # when it went to a warm runner
-        self._message: dict[str, Any] | None = None
+        self._message: RunRequest | None = None
 
     @property
-    def message(self) -> dict[str, Any]:
+    def message(self) -> RunRequest:
         if self._message is None:
             self._message = request_message(self.body)
         return self._message
@@ -110,11 +121,13 @@ class RunnerProcess:
     results: int  # fd we read results from
     key: tuple[Any, ...]
     reader: FrameReader = field(default_factory=FrameReader)
+    warm: bool = False
 
 
 class Worker:
     def __init__(self, uid_base: int | None, preload: tuple[str, ...], scratch: str | None = None,
                  scratch_is_private: bool = False) -> None:  # fmt: skip
+        seeding.install()  # before any import makes a generator
         for name in preload:
             try:
                 importlib.import_module(name)
@@ -241,7 +254,7 @@ class Worker:
                 self._open_input = False
             else:
                 key = (header.memory_mb, header.max_processes)
-                pending.append(Request(header.kind == RUN_WARM, header.timeout_s, key, body))
+                pending.append(Request(header.kind == RUN_TIERED, header.timeout_s, key, body))
         return True
 
     def _dispatch_warm(self, pending: Deque, inflight: Deque) -> None:
@@ -274,7 +287,8 @@ class Worker:
         Returns (frames for potrun, whether the runner must be replaced, when the runner finished its
         last answered program). That time is the runner's own stamp, since answers may wait up to
         POLL_S to be read and the wait is no time of the next program's; a stamp later than the read
-        counts as the read, so that a runner cannot buy a program more time."""
+        counts as the read, so that a runner cannot buy a program more time. A program the warm runner
+        may not run is forked here and then, so that answers leave in order."""
         runner = self.warm
         assert runner is not None
         try:
@@ -287,12 +301,21 @@ class Worker:
             return self._verdict_after_death(runner, head.message, _started(head, finished)), True, now
         if data:
             out = []
-            for body in runner.reader.feed(data):
-                recycle, stamp, _ = _ANSWER.unpack_from(body)
-                inflight.popleft()
-                out.append(frame(body[_ANSWER.size :]))
+            try:
+                bodies = runner.reader.feed(data)
+            except ProtocolError as exc:
+                self._stop_warm()
+                return self._protocol_violation(inflight.popleft().message, exc, "warm"), True, now
+            for body in bodies:
+                flags, stamp, _ = _ANSWER.unpack_from(body)
+                head = inflight.popleft()
                 finished = min(stamp, now)
-                if recycle:
+                if flags & NEEDS_FORK:  # answers go out before the fork, which may take its whole time
+                    self._write(b"".join(out) + self.run_forked(head))
+                    out.clear()
+                else:
+                    out.append(frame(body[_ANSWER.size :]))
+                if flags & RECYCLE:
                     self._stop_warm()
                     return b"".join(out), True, finished
             self._clean_strays()
@@ -305,7 +328,7 @@ class Worker:
 
     def run_forked(self, request: Request) -> bytes:
         """One program in a fresh fork of this worker, in a fresh directory; the fork is killed with its
-        group afterwards, and the directory removed."""
+        group afterwards, and the directory removed. Its answer is untrusted: checked and re-encoded."""
         message = request.message
         scratch = self._own_directory("fork")
         runner = self._fork(message, scratch)
@@ -322,15 +345,41 @@ class Worker:
                 data = os.read(runner.results, READ_SIZE)
                 if not data:
                     return self._verdict_after_death(runner, message, started)
-                bodies = runner.reader.feed(data)
+                try:
+                    bodies = runner.reader.feed(data)
+                except ProtocolError as exc:
+                    self._stop(runner)
+                    return self._protocol_violation(message, exc, "fork")
                 if bodies:
                     self._stop(runner)
-                    held = _ANSWER.unpack_from(bodies[0])[2]
-                    self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
-                    return frame(bodies[0][_ANSWER.size :])
+                    return self._forked_answer(bodies[0], message)
         finally:
             self._clean_strays()
             _remove_directory(scratch)
+
+    def _forked_answer(self, body: bytes, request: RunRequest) -> bytes:
+        """A fork's answer, as potrun gets it: whatever bytes the fork wrote, only this request's result
+        comes of them (its own id, a status a program can earn, plain bounded fields)."""
+        try:
+            if len(body) < _ANSWER.size:
+                raise ProtocolError("an answer shorter than its prefix")
+            held = _ANSWER.unpack_from(body)[2]
+            result = check_result(decode(body[_ANSWER.size :]), request_id=request.id, from_runner=True,
+                                  output_bytes=request.limits.output_bytes)  # fmt: skip
+        except ProtocolError as exc:
+            return self._protocol_violation(request, exc, "fork")
+        self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
+        result["isolation"] = "fork"
+        return encode(result)
+
+    def _protocol_violation(self, request: RunRequest, exc: ProtocolError, tier: str) -> bytes:
+        """The verdict on a program whose runner wrote what is not an answer: its own record only."""
+        if isinstance(exc, FrameTooLarge):
+            return encode({"op": "result", "id": request.id, "status": "output_limit", "error_type": "OutputLimit",
+                           "error": "the answer is larger than the output limit", "isolation": tier})  # fmt: skip
+        return encode({"op": "result", "id": request.id, "status": "crashed", "error_type": "protocol_violation",
+                       "error": f"the program's runner wrote what is not an answer ({str(exc)[:200]})",
+                       "isolation": tier})  # fmt: skip
 
     def _clean_strays(self) -> None:
         if not self.subreaper:
@@ -338,25 +387,26 @@ class Worker:
         keep = {self.warm.pid} if self.warm is not None else set()
         isolation.kill_strays(keep, self._children)
 
-    def _verdict_after_kill(self, runner: RunnerProcess, request: dict[str, Any], started: float,
+    def _verdict_after_kill(self, runner: RunnerProcess, request: RunRequest, started: float,
                             kind: str) -> bytes:  # fmt: skip
         usage = _reap(runner.pid)
         self._forget(runner)
-        limit = request["limits"]["timeout_s"]
-        return encode({"op": "result", "id": request.get("id"), "status": "timeout", "timeout_kind": kind,
-                       "error": f"{kind} time limit of {limit:g} s exceeded",
+        limit = request.limits.timeout_s
+        return encode({"op": "result", "id": request.id, "status": "timeout", "timeout_kind": kind,
+                       "error": f"{kind} time limit of {limit:g} s exceeded", "isolation": _tier(runner),
                        "wall_s": time.perf_counter() - started, "cpu_s": usage})  # fmt: skip
 
-    def _verdict_after_death(self, runner: RunnerProcess, request: dict[str, Any], started: float) -> bytes:
+    def _verdict_after_death(self, runner: RunnerProcess, request: RunRequest, started: float) -> bytes:
         status_code, cpu = _reap_status(runner.pid)
         self._forget(runner)
         wall = time.perf_counter() - started
-        base = {"op": "result", "id": request.get("id"), "wall_s": wall, "cpu_s": cpu}
+        base = {"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": _tier(runner)}
+        cpu_limit = request.limits.cpu_limit_s
         if os.WIFSIGNALED(status_code):
             sig = os.WTERMSIG(status_code)
-            if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= request["limits"]["cpu_s"]):
+            if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_limit):
                 return encode({**base, "status": "timeout", "timeout_kind": "cpu",
-                               "error": f"cpu time limit of {request['limits']['cpu_s']:g} s exceeded"})
+                               "error": f"cpu time limit of {cpu_limit:g} s exceeded"})
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
             return encode({**base, "status": "crashed", "error_type": name, "error": f"killed by {name}"})
         code = os.WEXITSTATUS(status_code) if os.WIFEXITED(status_code) else -1
@@ -365,7 +415,7 @@ class Worker:
 
     # -- runners ------------------------------------------------------------------------------------------
 
-    def _spawn(self, request: dict[str, Any], key: tuple[int, int]) -> RunnerProcess:
+    def _spawn(self, request: RunRequest, key: tuple[int, int]) -> RunnerProcess:
         """A warm runner: it reads requests from a pipe until it must be replaced."""
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
@@ -378,21 +428,22 @@ class Worker:
         os.close(request_read)
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
-        return RunnerProcess(pid, request_write, result_read, key)
+        return RunnerProcess(pid, request_write, result_read, key,
+                             FrameReader(_answer_limit(request)), warm=True)  # fmt: skip
 
-    def _fork(self, request: dict[str, Any], scratch: str) -> RunnerProcess:
+    def _fork(self, request: RunRequest, scratch: str) -> RunnerProcess:
         """A fork that runs this one program, on its copy of the policy's runner.
 
         Everything is made before the fork: from the fork until the fork is reaped, every page this
         worker writes is copied (it is shared with the fork), and Python writes to many."""
-        if "numpy" in request["source"]:
+        if "numpy" in request.source:
             self._import(NUMPY)
-        runner = self._fork_runner(request["policy"])
-        runner.prepare(request["source"])
+        runner = self._fork_runner(request.policy)
+        runner.prepare(request.source)
         hook = None if runner.policy.restricted else self._trusted_hook
         result_read, result_write = os.pipe()
         runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
-        process = RunnerProcess(0, -1, result_read, ())
+        process = RunnerProcess(0, -1, result_read, (), FrameReader(_answer_limit(request)))
         pid = isolation.fork()
         if pid == 0:
             os.close(result_read)
@@ -417,11 +468,11 @@ class Worker:
             self._fork_runners[policy] = Runner(get_policy(policy), warm=False)
         return self._fork_runners[policy]
 
-    def _enter_runner(self, request: dict[str, Any], cwd: str, keep_fds: tuple[int, ...], fork: bool) -> None:
+    def _enter_runner(self, request: RunRequest, cwd: str, keep_fds: tuple[int, ...], fork: bool) -> None:
         """In a new runner: enter its sandbox. Returns only to run programs: the runner never comes
         back to the worker's code, whatever happens (os._exit)."""
         try:
-            self.entry.enter(cwd, request["limits"], keep_fds, fork)
+            self.entry.enter(cwd, request.limits.to_wire(), keep_fds, fork)
         except BaseException:
             os._exit(70)
 
@@ -487,9 +538,9 @@ class AnswerPipe:
             self.capacity = 0  # unknown: no stamps
         self._unread = bytearray(4)
 
-    def send(self, body: bytes, recycle: bool) -> None:
+    def send(self, body: bytes, flags: int) -> None:
         stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        _write_all(self.fd, frame(_ANSWER.pack(recycle, stamp, 0) + body))
+        _write_all(self.fd, frame(_ANSWER.pack(flags, stamp, 0) + body))
 
     def _room(self) -> int:
         fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
@@ -497,12 +548,13 @@ class AnswerPipe:
 
 
 def _serve_warm(requests: int, results: int) -> None:
-    """A warm runner's life: run the restricted programs that come, until told to stop or replaced."""
+    """A warm runner's life: run the pure programs that come, answer the others with NEEDS_FORK, until
+    told to stop or replaced."""
     answers = AnswerPipe(results)
 
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
-        answers.send(dumps(result), recycle)
+        answers.send(dumps(result), RECYCLE if recycle else 0)
 
     code = 0
     try:
@@ -510,10 +562,10 @@ def _serve_warm(requests: int, results: int) -> None:
         reader = FrameReader()
         while data := os.read(requests, READ_SIZE):
             for body in reader.feed(data):
-                request = request_message(body)
-                if request.get("policy") != WARM_POLICY:  # the header said warm: the JSON must agree
-                    raise ProtocolError(f"a {request.get('policy')!r} request reached a warm runner")
-                result, recycle = runner.run(request)
+                result, recycle = runner.run(request_message(body))
+                if result is None:
+                    answers.send(b"", NEEDS_FORK)
+                    continue
                 send(result, recycle)
                 if recycle:
                     return
@@ -523,13 +575,14 @@ def _serve_warm(requests: int, results: int) -> None:
         os._exit(code)
 
 
-def _run_one(runner: Runner, request: dict[str, Any], audit_hook: AuditHook | None) -> None:
+def _run_one(runner: Runner, request: RunRequest, audit_hook: AuditHook | None) -> None:
     """A fork's life: one program, one answer (`runner.send`, set by the worker: `_send_forked`)."""
     code = 0
     try:
         if audit_hook is not None:
             sys.addaudithook(audit_hook)
-        runner.send(*runner.run(request))  # type: ignore[misc]
+        result, recycle = runner.run(request)
+        runner.send(result, recycle)  # type: ignore[misc,arg-type]
     except BaseException:
         code = 70
     finally:
@@ -543,7 +596,16 @@ def _send_forked(results: int, modules: int, result: dict[str, Any], recycle: bo
     held = 0
     if len(sys.modules) != modules:
         held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
-    _write_all(results, frame(_ANSWER.pack(recycle, math.inf, held) + dumps(result)))
+    _write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, held) + dumps(result)))
+
+
+def _answer_limit(request: RunRequest) -> int:
+    """The largest frame a runner may answer this request with."""
+    return 6 * request.limits.output_bytes + ANSWER_SLACK
+
+
+def _tier(runner: RunnerProcess) -> str:
+    return "warm" if runner.warm else "fork"
 
 
 def _started(request: Request, finished: float) -> float:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from conftest import process_table
 from potrun import ExecResult, Status
 from potrun.cache import CachedSandbox, ResultCache, request_key
 from potrun.cli import main
+from potrun.sandbox.protocol import RunRequest
+from potrun.types import Limits
 
 RECORDS = 400
 WORKER_MODULE = "potrun.sandbox.worker"
@@ -304,8 +307,8 @@ class CountingSandbox:
     def __init__(self) -> None:
         self.ran: list[str] = []
 
-    def request(self, source: str, entry: str | None = None, **options: Any) -> dict[str, Any]:
-        return {"op": "run", "source": source, "entry": entry or "auto", **options}
+    def request(self, source: str, entry: str | None = None, **options: Any) -> RunRequest:
+        return RunRequest(source=source, entry=entry or "auto", **options)
 
     def run_requests(self, requests: Any) -> Iterator[ExecResult | None]:
         batch = list(requests)
@@ -313,9 +316,9 @@ class CountingSandbox:
             if message is None:
                 yield None
                 continue
-            self.ran.append(message["source"])
-            status = Status.SANDBOX_ERROR if "lost" in message["source"] else Status.OK
-            yield ExecResult(status, value=len(message["source"]), value_type="int")
+            self.ran.append(message.source)
+            status = Status.SANDBOX_ERROR if "lost" in message.source else Status.OK
+            yield ExecResult(status, value=len(message.source), value_type="int")
 
 
 def test_cache_dedupes_in_flight_and_stays_bounded() -> None:
@@ -332,12 +335,12 @@ def test_cache_dedupes_in_flight_and_stays_bounded() -> None:
 
 
 def test_cache_key_covers_the_whole_request() -> None:
-    base = {"op": "run", "source": "ans = 1", "policy": "restricted", "entry": "auto", "limits": {"timeout_s": 5}}
-    variants = [dict(base, policy="trusted"), dict(base, entry="ans"), dict(base, limits={"timeout_s": 1}),
-                dict(base, capture=True), dict(base, source="ans = 1 ")]  # fmt: skip
+    base = RunRequest(source="ans = 1", policy="restricted", entry="auto", limits=Limits(timeout_s=5))
+    variants = [replace(base, policy="trusted"), replace(base, entry="ans"), replace(base, limits=Limits(timeout_s=1)),
+                replace(base, capture=True), replace(base, source="ans = 1 "), replace(base, isolation="fork")]  # fmt: skip
     keys = {request_key(v) for v in variants} | {request_key(base)}
     assert len(keys) == len(variants) + 1
-    assert request_key(dict(reversed(list(base.items())))) == request_key(base)
+    assert request_key(replace(base, id=7)) == request_key(base)  # the pool's index is not the program
 
 
 def test_machinery_failures_are_not_cached() -> None:

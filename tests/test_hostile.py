@@ -54,12 +54,9 @@ MARGIN_S = 0.5  # a verdict may arrive this long after the limit
 FAST_S = TIMEOUT_S / 2  # "well before the limit"
 OUTPUT_RSS_BOUND_KIB = 32 * 1024  # the parent may grow this much while a program floods its output
 
-# Where the data file asks for the impossible. The test still asserts the file's statuses (strict xfail:
-# it fails loudly once the data is fixed), so nothing is loosened.
-DATA_ERRORS = {
-    ("except-star", "trusted"): "`return` inside an `except*` block is a SyntaxError in every Python "
-    "(PEP 654), so 'ok' cannot happen: the program itself needs fixing, not the sandbox",
-}
+# Where the data file asks for the impossible (none now: its except-star case was corrected). The test
+# would still assert the file's statuses, under a strict xfail that fails loudly once the data is fixed.
+DATA_ERRORS: dict[tuple[str, str], str] = {}
 
 
 # ------------------------------------------------------------------ restricted and trusted agree
@@ -103,8 +100,8 @@ def test_restricted_and_trusted_agree_on_pot_programs(name: str, pools: Pools) -
 
 
 def _run_all(box: Sandbox, programs: list[tuple[int, str]], timeout: float) -> list[ExecResult]:
-    limits = dataclasses.replace(box.limits, timeout_s=timeout).to_wire()
-    results = list(box.run_requests(dict(box.request(source), limits=limits) for _, source in programs))
+    limits = dataclasses.replace(box.limits, timeout_s=timeout)
+    results = list(box.run_requests(dataclasses.replace(box.request(source), limits=limits) for _, source in programs))
     assert len(results) == len(programs) and None not in results
     return results  # type: ignore[return-value]
 
@@ -357,8 +354,7 @@ TIMEOUT_KINDS = [
 @pytest.mark.parametrize(("policy", "source", "wall", "cpu", "kind"),
                          [pytest.param(*row[1:], id=row[0]) for row in TIMEOUT_KINDS])  # fmt: skip
 def test_timeout_kind(box: Sandbox, source: str, wall: float, cpu: float, kind: str) -> None:
-    request = box.request(source)
-    request["limits"] = dataclasses.replace(box.limits, timeout_s=wall, cpu_s=cpu).to_wire()
+    request = dataclasses.replace(box.request(source), limits=dataclasses.replace(box.limits, timeout_s=wall, cpu_s=cpu))
     started = time.perf_counter()
     result = next(box.run_requests([request]))
     elapsed = time.perf_counter() - started
@@ -421,8 +417,7 @@ def test_worker_killed_during_run_many(box: Sandbox) -> None:
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_program_whose_worker_is_lost_twice_is_a_sandbox_error(box: Sandbox) -> None:
-    request = box.request(BUSY)
-    request["limits"] = dataclasses.replace(box.limits, timeout_s=10.0).to_wire()
+    request = dataclasses.replace(box.request(BUSY), limits=dataclasses.replace(box.limits, timeout_s=10.0))
     killed: set[int] = set()
 
     def kill_twice() -> None:
