@@ -24,6 +24,8 @@ def why_not_pure(code: types.CodeType) -> str | None:
     for name in code.co_names + code.co_varnames:
         if name.startswith("_"):
             return f"name {name!r}"
+        if name in vars(builtins) and name not in PURE_BUILTINS:  # a fork would find it: same verdict
+            return f"builtin {name!r}"
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             why = why_not_pure(const)
