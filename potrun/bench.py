@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +90,8 @@ def run_bench(corpus: str, sandbox_factory: Callable[[], Sandbox], code_fields: 
         "program_wall_p50_ms": round(statistics.median(walls) * 1000, 3) if walls else None,
         "program_wall_p99_ms": round(walls[int(len(walls) * 0.99) - 1] * 1000, 3) if walls else None,
         "statuses": {s: sum(1 for r in results if r.status.value == s) for s in {r.status.value for r in results}},
+        "tiers": dict(Counter(r.isolation for r in results if r.isolation)),  # which tier ran each program
+        "warm_share": round(sum(r.isolation == "warm" for r in results) / len(results), 4) if results else None,
     }
 
 
