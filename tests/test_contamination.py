@@ -266,6 +266,7 @@ PAIRS = [
     # -- warnings: shown once per registry, and numpy's own module keeps the registry
     pair(armed("import numpy as np\nnp.mean(np.array([]))"), B_NP_MEAN_EMPTY, "warning-once-numpy-registry"),
     pair(armed("import warnings\nwarnings.simplefilter('error')"), B_NP_DIVIDE, "warnings-filter-error"),
+    pair(escaped("sys.modules['warnings'].simplefilter('error')"), B_NP_DIVIDE, "warnings-filter-error-escaped"),
     pair(armed("""
         import warnings, numpy as np
         warnings.simplefilter('once')
@@ -346,6 +347,11 @@ PAIRS = [
         random.random = lambda: 0.25
     """), B_RANDOM, "random-module-patched"),
     pair(armed("import random\nrandom.Random.random = lambda self: 0.5"), B_RANDOM, "random-class-patched"),
+    pair(escaped("""
+        module = sys.modules['random']
+        setattr(module, 'seed', lambda *a, **k: None)
+        setattr(module, 'random', lambda: 0.25)
+    """), B_RANDOM, "random-module-patched-escaped"),
     # -- sympy
     pair(armed("""
         import sympy, copy
@@ -434,6 +440,13 @@ PAIRS = [
         import copy
         copy.dispatch_table[len] = [1] * (32 * 1000 * 1000)
     """), B_MEMORY, "large-object-in-library-dict"),
+    # A pure program (literals, a list, arithmetic): its garbage is a reference cycle, which outlives
+    # its namespace until the cyclic collector happens to run.
+    pair(armed("""
+        block = [0] * (32 * 1000 * 1000)
+        holder = [block]
+        holder.append(holder)
+    """), B_MEMORY, "large-object-in-own-cycle"),
     # -- potrun's own code
     pair(armed("""
         import potrun.sandbox.values as values
