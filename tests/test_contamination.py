@@ -3,14 +3,15 @@ what B gives alone (issue 13, "Done when", second item; classes 5 and 6).
 
 Each pair is run as the issue says it must hold. With one worker (so A and B meet):
 
-1. B alone, in a fresh sandbox, three times: the baseline, and proof that B does not affect itself
-   (a B that changes what its own next run gives could not tell A's damage from its own);
+1. B alone, in a fresh sandbox, twice: the baseline, and proof that B does not affect itself (a B
+   whose run changes what its next run gives could not tell A's damage from its own);
 2. in another fresh sandbox, A, then B three times (state may leak late: a parked generator, a cache
    that fills, a registry that only the second warning reads).
 
 B's outcome (status, value, error type, last line of stdout, and stderr where results carry it) must
 be the baseline's each time. The baseline is computed once per (B, policy, isolation, backend) and
-shared by every A tried against that B: B is checked not to affect itself, so sharing it costs nothing.
+shared by every A tried against that B (one fresh sandbox per B, not per pair): B is checked not to
+affect itself, so sharing it weakens nothing. A fresh sandbox costs ~0.3 s, and there are ~260.
 
 Every A is written as a determined attacker would write it: under the trusted policy it may import
 anything and walk `gc.get_objects()` or `sys.modules`; under the restricted policy it uses what the
@@ -55,9 +56,11 @@ def program(text: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ B: probes
-# Each B is an ordinary, deterministic program that the restricted policy accepts, and that reads
-# one piece of state an A can change. Some reach the state without naming it (`getattr` with a
-# computed name), because warm reuse today resets state by the words in the next program's source.
+# Each B is an ordinary program that the restricted policy accepts and that reads state an A can
+# change; it is deterministic once every RNG a program can reach is seeded per program (issue 14:
+# B_NP_LEGACY_HIDDEN and B_NORMAL_SAMPLES_UNSEEDED draw from the shared RNGs without seeding them).
+# Some reach the state without naming it (`getattr` with a computed name), because warm reuse today
+# resets state by the words in the next program's source.
 
 B_NP_DIVIDE = program("""
     import numpy as np
@@ -180,6 +183,7 @@ def escaped(body: str) -> str:
 
 
 def armed(text: str) -> str:
+    """An A that answers ARMED only if every line of its attack ran."""
     return program(text) + "ans = 'armed'\n"
 
 
@@ -243,6 +247,19 @@ PAIRS = [
     pair(armed("import numpy as np\nnp.sctypeDict['float'] = np.int8"), B_NP_STATE, "np-sctypedict"),
     pair(armed("import numpy as np\nnp.polynomial.Polynomial.window[1] = 3.0"), B_NP_STATE,
          "np-polynomial-class-array"),
+    # Mutations with no attribute or item write in sight: an out= argument, an augmented assignment
+    # to a name bound to a library array, a list method called on a library list.
+    pair(armed("""
+        import numpy as np
+        domain = np.polynomial.Polynomial.domain
+        np.multiply(domain, 2, out=domain)
+    """), B_NP_STATE, "np-out-argument-writes-library-array"),
+    pair(armed("""
+        import numpy as np
+        window = np.polynomial.Polynomial.window
+        window *= 3
+    """), B_NP_STATE, "np-inplace-operator-on-library-array"),
+    pair(armed("import calendar\ncalendar.mdays.reverse()"), B_CALENDAR, "calendar-mdays-method-mutates"),
     # -- numpy RNGs
     pair(armed("""
         import numpy as np
