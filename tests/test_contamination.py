@@ -193,8 +193,8 @@ class Pair:
     b: str
 
 
-def pair(a: str, b: str, id: str) -> Any:
-    return pytest.param(Pair(a, b), id=id)
+def pair(a: str, b: str, name: str) -> Any:
+    return pytest.param(Pair(a, b), id=name)
 
 
 PAIRS = [
@@ -562,6 +562,7 @@ def baseline(b: str, policy: str, backend: str, isolation: str | None) -> tuple[
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", PAIRS)
 def test_b_after_a_gives_what_b_gives_alone(case: Pair, policy: str, isolation: str | None, backend: str) -> None:
+    """B alone gives the same outcome twice; after A in a fresh one-worker sandbox, three times more."""
     alone, alone_results = baseline(case.b, policy, backend, isolation)
     for index, result in enumerate(alone_results):
         assert outcome(result) == alone, f"B alone is not reproducible (run {index + 1}): {describe(result)}"
