@@ -191,10 +191,11 @@ def armed(text: str) -> str:
 class Pair:
     a: str
     b: str
+    arms: bool = True  # False: the attack also destroys A's own answer, so A cannot report ARMED
 
 
-def pair(a: str, b: str, name: str) -> Any:
-    return pytest.param(Pair(a, b), id=name)
+def pair(a: str, b: str, name: str, *, arms: bool = True) -> Any:
+    return pytest.param(Pair(a, b, arms), id=name)
 
 
 PAIRS = [
@@ -399,6 +400,12 @@ PAIRS = [
     # -- builtins and sys.modules
     pair(armed("import builtins\nbuiltins.sum = lambda *a, **k: 40"), B_BUILTINS, "builtins-module-write"),
     pair(armed("__builtins__.max = lambda *a, **k: 40"), B_BUILTINS, "builtins-name-write"),
+    # The runner frames its answer with len(): A's own answer goes out with a wrong length, and
+    # whatever that does to the worker must not reach B.
+    pair(armed("import builtins\nbuiltins.len = lambda obj: 40"), B_PLAIN, "builtins-len-breaks-framing",
+         arms=False),
+    pair(escaped("setattr(sys.modules['builtins'], 'len', lambda obj: 40)"), B_PLAIN,
+         "builtins-len-breaks-framing-escaped", arms=False),
     pair(escaped("""
         import_gc = sys.modules['gc']
         for obj in import_gc.get_objects():
@@ -568,7 +575,7 @@ def test_b_after_a_gives_what_b_gives_alone(case: Pair, policy: str, isolation: 
         assert outcome(result) == alone, f"B alone is not reproducible (run {index + 1}): {describe(result)}"
     results = run_fresh([case.a] + [case.b] * B_RUNS_AFTER_A, policy, backend, isolation)
     a_result, b_results = results[0], results[1:]
-    if policy == "trusted":  # the attack must have done its damage in its own process
+    if policy == "trusted" and case.arms:  # the attack must have done its damage in its own process
         assert a_result.status is Status.OK and a_result.value == ARMED, f"A did not arm: {describe(a_result)}"
     for index, result in enumerate(b_results):
         assert outcome(result) == alone, (
