@@ -105,6 +105,11 @@ B_DECIMAL_ZERO = program("""
     def solution():
         return str(Decimal(1) / Decimal(0))
 """)
+B_DECIMAL_FLAGS = program("""
+    import decimal
+    quarter = decimal.Decimal(1) / decimal.Decimal(4)
+    ans = [str(quarter), decimal.getcontext().flags[decimal.Inexact]]
+""")
 B_FRACTION = program("""
     import numbers
     from fractions import Fraction
@@ -307,6 +312,11 @@ PAIRS = [
         decimal.DefaultContext.traps[decimal.Inexact] = True
     """), B_DECIMAL, "decimal-trap-inexact"),
     pair(armed("""
+        import decimal
+        decimal.DefaultContext.flags[decimal.Inexact] = True
+        decimal.getcontext().flags[decimal.Inexact] = True
+    """), B_DECIMAL_FLAGS, "decimal-defaultcontext-flags"),
+    pair(armed("""
         import decimal, copy
         def parked():
             with decimal.localcontext() as context:
@@ -426,6 +436,14 @@ PAIRS = [
         fake.mean = lambda data: 42
         sys.modules['statistics'] = fake
     """), B_STATS_MEAN, "sys-modules-replaced-escaped"),
+    pair(armed("""
+        import statistics
+        class Fake:
+            pass
+        fake = Fake()
+        fake.mean = lambda data: 42
+        statistics.sys.modules['statistics'] = fake
+    """), B_STATS_MEAN, "sys-modules-via-module-attribute"),
     # -- module attribute writes, and a library's module-level cache
     pair(armed("import math\nmath.pi = 3\nmath.sqrt = lambda x: 1.0"), B_MATH, "math-pi-write"),
     pair(armed("""
