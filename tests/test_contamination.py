@@ -11,7 +11,8 @@ Each pair is run as the issue says it must hold. With one worker (so A and B mee
 B's outcome (status, value, error type, last line of stdout, and stderr where results carry it) must
 be the baseline's each time. The baseline is computed once per (B, policy, isolation, backend) and
 shared by every A tried against that B (one fresh sandbox per B, not per pair): B is checked not to
-affect itself, so sharing it weakens nothing. A fresh sandbox costs ~0.3 s, and there are ~260.
+affect itself, so sharing it weakens nothing. A fresh sandbox costs ~0.3 s of CPU; the file starts
+~400 (one per pair and setting, one per B and setting, two per RNG case).
 
 Every A is written as a determined attacker would write it: under the trusted policy it may import
 anything and walk `gc.get_objects()` or `sys.modules`; under the restricted policy it uses what the
