@@ -30,6 +30,7 @@ MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 0x400, 0x8
 MOUNT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                  "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}  # fmt: skip
 MNT_DETACH = 0x2
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
@@ -73,6 +74,10 @@ class Capabilities:
     drop_privileges: bool  # programs run as an unprivileged uid of their worker's own
     reads_all_files: bool  # ...that may read any file (Python unreachable by other users, and no cover)
     subreaper: bool
+    minimal_root: bool = False  # programs see Python, /dev/null, /dev/zero, /dev/urandom, a scratch: no host file
+    pid_namespace: bool = False  # the worker is init of a PID namespace: no outside process seen, none outlives it
+    memory_cgroup: bool = False  # one memory limit on all of a program's processes, memfds and tmpfs files
+    non_dumpable: bool = False  # the worker's /proc entries and ptrace are refused to its runners
 
     def to_dict(self) -> dict[str, bool]:
         return asdict(self)
@@ -165,6 +170,13 @@ def _capability_sets(mask: int) -> tuple[Any, Any]:
 def set_subreaper() -> bool:
     """Orphans of programs are re-parented to this process, so none can escape cleanup."""
     return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def set_non_dumpable() -> bool:
+    """PR_SET_DUMPABLE 0: this process's /proc/PID entries (fd, mem, environ, maps) become root's and
+    ptrace of it needs CAP_SYS_PTRACE, even for a process of the same uid (a container's runner).
+    Its forks inherit it, and a runner's change of uid keeps it (the kernel resets it then anyway)."""
+    return _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
 
 
 def die_with_parent() -> None:
@@ -328,7 +340,8 @@ class RunnerEntry:
     (`processes_capped`); RLIMIT_NPROC is the fallback only, since the kernel counts it per uid across
     the whole machine (every container shares uid 10001)."""
 
-    def __init__(self, uid: int | None, read_anything: bool, processes_capped: bool) -> None:
+    def __init__(self, uid: int | None, read_anything: bool, processes_capped: bool,
+                 oom_score: bytes | None = None) -> None:  # fmt: skip
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
         self.devnull = os.open(os.devnull, os.O_RDWR)
@@ -336,6 +349,9 @@ class RunnerEntry:
         self.uid = uid
         self.read_anything = read_anything and uid is not None
         self.processes_capped = processes_capped
+        # Written by each runner to its oom_score_adj (a memory cgroup's OOM killer then takes it, not
+        # its worker): a descriptor open in the worker would be the worker's own file, so it is opened.
+        self.oom_score = oom_score
         # capset's arguments, made here: the fork only passes them
         self._capabilities = _capability_sets(1 << CAP_DAC_READ_SEARCH)
 
@@ -357,6 +373,10 @@ class RunnerEntry:
         if fork:  # a fresh process: none of its CPU time is spent yet; nor may the program raise it
             soft, _ = cpu_limit(0.0, limits["cpu_s"], self.cpu_hard)
             resource.setrlimit(resource.RLIMIT_CPU, (soft, soft))
+        if self.oom_score is not None:
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(fd, self.oom_score)
+            os.close(fd)
         if self.uid is not None:
             os.setgroups(())
             os.setresgid(self.uid, self.uid, self.uid)
