@@ -137,8 +137,9 @@ class Worker:
             self.memory.enter()
         else:  # a container: its own cgroup's limit holds, and its OOM kills are still told apart
             self.memory = memcg.MemoryCgroup.watch_own()
-        # The OOM killer's last choice, the worker; each runner raises its own score to the top.
-        self.oom_protected = memcg.set_oom_score(memcg.OOM_SCORE_WORKER) or _oom_score() < 0
+        # The OOM killer's last choice, the worker (lowering a score needs CAP_SYS_RESOURCE, which this
+        # machine's root may lack); each runner raises its own to the top, which needs nothing.
+        self.oom_protected = memcg.set_oom_score(memcg.OOM_SCORE_WORKER) or _oom_score() < memcg.OOM_SCORE_RUNNER
         root = os.geteuid() == 0
         # Given by potrun, which removes it even if this worker is killed; or our own.
         self.scratch = scratch or _temporary_directory()
@@ -166,7 +167,7 @@ class Worker:
             isolation.open_paths_to_others(isolation.python_paths())
         read_anything = self.uid is not None and not isolation.python_reachable_by_others()
         processes_capped = self.cgroup is not None or isolation.under_pids_limit()
-        oom_score = str(memcg.OOM_SCORE_RUNNER).encode() if self.oom_protected else None
+        oom_score = str(memcg.OOM_SCORE_RUNNER).encode() if self.memory is not None and self.oom_protected else None
         self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped, oom_score)
         self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
         # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute

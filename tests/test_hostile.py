@@ -54,12 +54,9 @@ MARGIN_S = 0.5  # a verdict may arrive this long after the limit
 FAST_S = TIMEOUT_S / 2  # "well before the limit"
 OUTPUT_RSS_BOUND_KIB = 32 * 1024  # the parent may grow this much while a program floods its output
 
-# Where the data file asks for the impossible. The test still asserts the file's statuses (strict xfail:
-# it fails loudly once the data is fixed), so nothing is loosened.
-DATA_ERRORS = {
-    ("except-star", "trusted"): "`return` inside an `except*` block is a SyntaxError in every Python "
-    "(PEP 654), so 'ok' cannot happen: the program itself needs fixing, not the sandbox",
-}
+# Where the data file asks for the impossible (strict xfail: it fails loudly once the data is fixed).
+# None now: except-star's `return` inside `except*` was corrected in the data.
+DATA_ERRORS: dict[tuple[str, str], str] = {}
 
 
 # ------------------------------------------------------------------ restricted and trusted agree
