@@ -25,6 +25,8 @@ PROBE_MEMORY_MB = 256  # the memory probe runs under this limit and asks for twi
 _PROBE_INTERFACES = "import socket\nans = [name for _, name in socket.if_nameindex()]"
 _PROBE_MEMORY = f"block = bytearray({2 * PROBE_MEMORY_MB} * 1024 * 1024)\nans = len(block)"
 _PROBE_IDENTITY = "import os\nans = [os.getuid(), os.geteuid()]"
+_PROBE_SECCOMP = ("ans = [line.split()[1] for line in open('/proc/self/status') if line.startswith('Seccomp:')]"
+                  "\nans = int(ans[0]) if ans else -1")
 
 
 def diagnose(backend: str = "process") -> list[str]:
@@ -102,8 +104,6 @@ def boundary_lines(capabilities: dict[str, Any]) -> list[str]:
               "non-dumpable worker: programs cannot open the worker's /proc entries (its descriptors, "
               "memory, environment) nor ptrace it, even where they share its uid",
               "non-dumpable worker: not set; a program of the worker's uid could write the worker's memory"),
-        f"{NO} seccomp: not used (each filter would be one more cost on every fork; the layers above "
-        "are the boundary)",
     ]  # fmt: skip
 
 
@@ -124,7 +124,8 @@ def _probe_programs(backend: str, *, network_expected: bool, **options: Any) -> 
     lines = []
     try:
         with Sandbox(backend, workers=1, policy="trusted", memory_mb=PROBE_MEMORY_MB, timeout=20, **options) as box:
-            memory, interfaces, identity = box.run_many([_PROBE_MEMORY, _PROBE_INTERFACES, _PROBE_IDENTITY])
+            memory, interfaces, identity, seccomp = box.run_many(
+                [_PROBE_MEMORY, _PROBE_INTERFACES, _PROBE_IDENTITY, _PROBE_SECCOMP])
     except Exception as exc:
         return [f"{BAD} probe programs could not run: {exc}"]
     lines.append(_line(
@@ -140,6 +141,13 @@ def _probe_programs(backend: str, *, network_expected: bool, **options: Any) -> 
     if identity.ok and isinstance(identity.value, list):
         uid = identity.value[0]
         lines.append(_line(uid != 0, f"programs run as uid {uid}", "programs run as root (uid 0)"))
+    if seccomp.ok:
+        lines.append(_line(seccomp.value == 2,
+                           "seccomp: programs run under a system call filter (the container engine's default "
+                           "profile: no kernel keyring, no new namespaces or mounts, no ptrace on old kernels...)",
+                           "seccomp: no system call filter (potrun adds none of its own: it would cost every fork; "
+                           "the minimal root, namespaces, cgroups and uid are the boundary, the kernel's whole "
+                           "system call surface stays reachable)"))  # fmt: skip
     return lines
 
 

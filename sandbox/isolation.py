@@ -272,6 +272,23 @@ class PidsCgroup:
             return None
 
 
+def kill_cgroup_members(path: Path, rounds: int = 10) -> None:
+    """SIGKILL every process in the cgroup at `path` (a folder of cgroup v1 or v2), until none is left
+    or `rounds` passes found more (a process forking meanwhile is caught by the next one)."""
+    for _ in range(rounds):
+        try:
+            pids = [int(pid) for pid in (path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
 def pids_cgroup_name(worker_pid: int) -> str:
     return f"potrun-{worker_pid}"
 

@@ -13,6 +13,7 @@ from potrun.sandbox import memcg
 from potrun.sandbox.isolation import (
     PIDS_CGROUP_ROOT,
     SAFE_ENVIRONMENT,
+    kill_cgroup_members,
     pids_cgroup_name,
     process_alive,
     remove_pids_cgroup,
@@ -67,6 +68,10 @@ class ProcessWorker:
             return 0
 
     def kill(self) -> None:
+        # Sweep before killing: the processes in the worker's cgroups (runners, and the daemons of
+        # programs, whatever session they made) first, then the worker's group. (A PID namespace
+        # makes this structural: its init's death kills the rest; without one, this is what does.)
+        kill_cgroup_members(PIDS_CGROUP_ROOT / pids_cgroup_name(self.process.pid))
         try:
             os.killpg(self.process.pid, 9)
         except (ProcessLookupError, PermissionError):
