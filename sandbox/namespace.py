@@ -89,20 +89,25 @@ def mount_own_proc() -> bool:
 def python_installation() -> list[str]:
     """The directories of this Python's installation: its prefixes, the folder of its executable and
     the site-packages folders on its import path. Not the project: an editable install puts the
-    checkout on the import path, but the worker has imported what it runs already."""
+    checkout (or a finder naming it) on the import path, but the worker has imported what it runs
+    already. A prefix is kept even inside the checkout (a `.venv` there): it holds no source of it."""
     project = Path(__file__).resolve().parents[1]  # sandbox/ -> the checkout (or site-packages/potrun)
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable)}  # fmt: skip
-    paths.update(entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages")))
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable)}  # fmt: skip
+    packages = {entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))}
     kept = set()
-    for path in paths:
+    for path in prefixes | packages:
         if not path or not os.path.isdir(path):
             continue
         real = Path(os.path.realpath(path))
-        if real == project or project in real.parents and "site-packages" not in str(project):
+        if real == project or (path not in prefixes and project in real.parents and not _in_a_prefix(real, prefixes)):
             continue  # the checkout itself, or a folder of it
         kept.add(path)
     return sorted(kept)
+
+
+def _in_a_prefix(path: Path, prefixes: set[str]) -> bool:
+    return any(Path(os.path.realpath(prefix)) in path.parents for prefix in prefixes if prefix)
 
 
 def loaded_library_directories() -> list[str]:
