@@ -143,11 +143,12 @@ def _probe_programs(backend: str, *, network_expected: bool, **options: Any) -> 
         lines.append(_line(uid != 0, f"programs run as uid {uid}", "programs run as root (uid 0)"))
     if seccomp.ok:
         lines.append(_line(seccomp.value == 2,
-                           "seccomp: programs run under a system call filter (the container engine's default "
-                           "profile: no kernel keyring, no new namespaces or mounts, no ptrace on old kernels...)",
-                           "seccomp: no system call filter (potrun adds none of its own: it would cost every fork; "
-                           "the minimal root, namespaces, cgroups and uid are the boundary, the kernel's whole "
-                           "system call surface stays reachable)"))  # fmt: skip
+                           "seccomp: programs run under a system call filter (potrun's, inherited from the worker: "
+                           "no mounts, new namespaces, ptrace, process_vm_*, keyring, bpf, perf_event_open, "
+                           "userfaultfd, kernel modules, kexec; in a container also the engine's default profile)",
+                           "seccomp: no system call filter (the kernel or machine refused it): the kernel's whole "
+                           "system call surface is reachable; the minimal root, namespaces, cgroups and uid "
+                           "remain the boundary"))  # fmt: skip
     return lines
 
 

@@ -78,6 +78,7 @@ class Capabilities:
     pid_namespace: bool = False  # the worker is init of a PID namespace: no outside process seen, none outlives it
     memory_cgroup: bool = False  # one memory limit on all of a program's processes, memfds and tmpfs files
     non_dumpable: bool = False  # the worker's /proc entries and ptrace are refused to its runners
+    seccomp: bool = False  # a system call filter (sandbox/seccomp.py) refuses mounts, namespaces, ptrace...
 
     def to_dict(self) -> dict[str, bool]:
         return asdict(self)

@@ -168,6 +168,24 @@ def test_worker_cannot_be_ptraced(box: Sandbox) -> None:
     assert_pool_healthy(box)
 
 
+@pytest.mark.parametrize("policy", ["trusted"])
+def test_the_seccomp_filter_refuses_new_namespaces_and_mounts(box: Sandbox) -> None:
+    """A user namespace would give a program every capability inside it, and mounts with them."""
+    if not box.capabilities.get("seccomp"):
+        pytest.skip("no seccomp filter here")
+    result = box.run(textwrap.dedent("""
+        import ctypes, os
+        libc = ctypes.pythonapi  # (a trusted program may not load a library; libc's symbols are there)
+        got = [name for name, call in (('unshare', lambda: libc.unshare(0x10000000)),
+                                       ('mount', lambda: libc.mount(b'x', b'/scratch', b'tmpfs', 0, None)),
+                                       ('ptrace', lambda: libc.ptrace(16, os.getppid(), None, None)))
+               if call() == 0]
+        ans = 'escaped: ' + ', '.join(got) if got else 'refused'
+    """))
+    assert result.status is Status.OK and result.value == "refused", describe(result)
+    assert_pool_healthy(box)
+
+
 # ------------------------------------------------------------------------------ class 3: memory
 
 CHILDREN = textwrap.dedent(f"""
@@ -326,5 +344,5 @@ def test_process_worker_reports_its_boundary() -> None:
         capabilities = box.capabilities
     if os.geteuid() != 0:
         pytest.skip("not root: the boundary's mechanisms are off, and the hello says so")
-    for name in ("minimal_root", "pid_namespace", "memory_cgroup", "non_dumpable"):
+    for name in ("minimal_root", "pid_namespace", "memory_cgroup", "non_dumpable", "seccomp"):
         assert capabilities.get(name) is True, f"{name}: {capabilities}"
