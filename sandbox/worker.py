@@ -367,6 +367,8 @@ class Worker:
                     self._stop(runner)
                     held = _ANSWER.unpack_from(bodies[0])[2]
                     self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
+                    if self._killed_for_memory():  # one of its processes was, whatever it answered
+                        return self._memory_verdict(message, time.perf_counter() - started, 0.0)
                     return frame(bodies[0][_ANSWER.size :])
         finally:
             self._clean_strays()
@@ -387,6 +389,14 @@ class Worker:
                        "error": f"{kind} time limit of {limit:g} s exceeded",
                        "wall_s": time.perf_counter() - started, "cpu_s": usage})  # fmt: skip
 
+    @staticmethod
+    def _memory_verdict(request: dict[str, Any], wall: float, cpu: float) -> bytes:
+        """The program, or one of its processes, was killed by the memory cgroup's OOM killer."""
+        limit = request["limits"]["memory_mb"]
+        return encode({"op": "result", "id": request.get("id"), "wall_s": wall, "cpu_s": cpu,
+                       "status": "memory_limit", "error_type": "MemoryError",
+                       "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)"})  # fmt: skip
+
     def _verdict_after_death(self, runner: RunnerProcess, request: dict[str, Any], started: float) -> bytes:
         status_code, cpu = _reap_status(runner.pid)
         self._forget(runner)
@@ -395,9 +405,7 @@ class Worker:
         if os.WIFSIGNALED(status_code):
             sig = os.WTERMSIG(status_code)
             if sig == signal.SIGKILL and self._killed_for_memory():
-                limit = request["limits"]["memory_mb"]
-                return encode({**base, "status": "memory_limit", "error_type": "MemoryError",
-                               "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)"})
+                return self._memory_verdict(request, wall, cpu)
             if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= request["limits"]["cpu_s"]):
                 return encode({**base, "status": "timeout", "timeout_kind": "cpu",
                                "error": f"cpu time limit of {request['limits']['cpu_s']:g} s exceeded"})
