@@ -21,9 +21,10 @@ Each container is created with (see `container_options`):
     cap_add=RUNNER_CAPABILITIES,    another uid (SETUID, SETGID), make and clean their folders (CHOWN,
     security_opt=                   DAC_OVERRIDE) and kill them (KILL); runners have none, and
       ["no-new-privileges"]         no-new-privileges keeps them from regaining any (no setuid binary)
-                                    (each runner raises its oom_score_adj to 1000, so that the container's
-                                    OOM killer takes the program, not the worker; a negative score for the
-                                    worker would need CAP_SYS_RESOURCE, which this machine's engine lacks)
+                                    (the worker raises each runner's oom_score_adj to 1000, so that
+                                    the container's OOM killer takes the program, not the worker; a
+                                    negative score for the worker would need CAP_SYS_RESOURCE, which
+                                    this machine's engine lacks)
     labels                          potrun.sandbox=1, potrun.session=<uuid>, potrun.pid, potrun.host
     log_config none                 the frames are not written to the engine's log files on the host
     environment                     PYTHONHASHSEED=<hash_seed>

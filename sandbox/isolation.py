@@ -358,8 +358,7 @@ class RunnerEntry:
     (`processes_capped`); RLIMIT_NPROC is the fallback only, since the kernel counts it per uid across
     the whole machine (every container shares uid 10001)."""
 
-    def __init__(self, uid: int | None, read_anything: bool, processes_capped: bool,
-                 oom_score: bytes | None = None) -> None:  # fmt: skip
+    def __init__(self, uid: int | None, read_anything: bool, processes_capped: bool) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
         self.devnull = os.open(os.devnull, os.O_RDWR)
@@ -367,9 +366,6 @@ class RunnerEntry:
         self.uid = uid
         self.read_anything = read_anything and uid is not None
         self.processes_capped = processes_capped
-        # Written by each runner to its oom_score_adj (a memory cgroup's OOM killer then takes it, not
-        # its worker): a descriptor open in the worker would be the worker's own file, so it is opened.
-        self.oom_score = oom_score
         # capset's arguments, made here: the fork only passes them
         self._capabilities = _capability_sets(1 << CAP_DAC_READ_SEARCH)
 
@@ -391,10 +387,6 @@ class RunnerEntry:
         if fork:  # a fresh process: none of its CPU time is spent yet; nor may the program raise it
             soft, _ = cpu_limit(0.0, limits["cpu_s"], self.cpu_hard)
             resource.setrlimit(resource.RLIMIT_CPU, (soft, soft))
-        if self.oom_score is not None:
-            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-            os.write(fd, self.oom_score)
-            os.close(fd)
         if self.uid is not None:
             os.setgroups(())
             os.setresgid(self.uid, self.uid, self.uid)

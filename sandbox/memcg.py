@@ -10,8 +10,8 @@ after its imports: v1 does not move charges already made, so what it imported st
 and what its runners use is charged inside, for free at fork. The limit is the program's memory_mb
 plus what the cgroup holds while no runner lives (the worker's own later allocations: an on-demand
 numpy import, its buffers), re-read only when that changes. The worker makes itself the OOM killer's
-last choice (oom_score_adj -1000) and each runner raises its own to 1000, so that the killer takes
-the program, never the worker; a runner's death by SIGKILL with a new `oom_kill` count is reported as
+last choice where it may (oom_score_adj -1000 needs CAP_SYS_RESOURCE) and raises each runner's to
+1000 just after the fork, so that the killer takes the program, not the worker; a runner's death by SIGKILL with a new `oom_kill` count is reported as
 `memory_limit`.
 
 cgroup v1 (memory controller mounted at /sys/fs/cgroup/memory): memory.limit_in_bytes, and
@@ -33,6 +33,7 @@ SLACK_BYTES = 16 * 1024 * 1024  # page tables, kernel stacks and the runner's pi
 OOM_SCORE_WORKER = -1000  # never the OOM killer's choice...
 OOM_SCORE_RUNNER = 1000  # ...its runners always first
 _READ = 4096
+_RUNNER_SCORE = str(OOM_SCORE_RUNNER).encode()
 
 
 class MemoryCgroup:
@@ -198,6 +199,23 @@ def remove(name: str, wait_s: float = 0.0) -> bool:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
+
+
+def raise_oom_score(pid: int) -> None:
+    """Make a runner the OOM killer's first choice (OOM_SCORE_RUNNER): written by its worker just
+    after the fork (raising a score needs no privilege). The runner may lower it again, to its
+    worker's at most: then, against memfds that count in no process's resident set, the killer may
+    take the worker (the pool replaces it)."""
+    try:
+        fd = os.open(f"/proc/{pid}/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.write(fd, _RUNNER_SCORE)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def set_oom_score(value: int) -> bool:
