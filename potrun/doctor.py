@@ -25,6 +25,8 @@ PROBE_MEMORY_MB = 256  # the memory probe runs under this limit and asks for twi
 _PROBE_INTERFACES = "import socket\nans = [name for _, name in socket.if_nameindex()]"
 _PROBE_MEMORY = f"block = bytearray({2 * PROBE_MEMORY_MB} * 1024 * 1024)\nans = len(block)"
 _PROBE_IDENTITY = "import os\nans = [os.getuid(), os.geteuid()]"
+_PROBE_SECCOMP = ("ans = [line.split()[1] for line in open('/proc/self/status') if line.startswith('Seccomp:')]"
+                  "\nans = int(ans[0]) if ans else -1")
 
 
 def diagnose(backend: str = "process") -> list[str]:
@@ -71,9 +73,38 @@ def _diagnose_process() -> list[str]:
         _line(capabilities.get("subreaper"),
               "subreaper: processes a program leaves behind are found and killed",
               "subreaper: not available; a program's orphans are only killed with its process group"),
+        *boundary_lines(capabilities),
     ]  # fmt: skip
     lines += _probe_programs("process", network_expected=bool(capabilities.get("network_namespace")))
     return lines
+
+
+def boundary_lines(capabilities: dict[str, Any]) -> list[str]:
+    """The OS boundary around a program that escaped its policy, one line per mechanism: what it
+    stops, or, where the machine lacks it, what is then not stopped."""
+    return [
+        _line(capabilities.get("minimal_root"),
+              "minimal root: programs see only Python's installation (read-only), the libraries it loads, "
+              "/dev/null, /dev/zero, /dev/urandom, their scratch and their own /proc: no host file (not /tmp, "
+              "/home, /root, /etc, the project), no unix socket on the host's file system",
+              "minimal root: not built (needs root and a mount namespace); programs see every file their "
+              "uid may read, and may connect to world-writable unix sockets on the host"),
+        _line(capabilities.get("pid_namespace"),
+              "PID namespace: the worker is init of its own; programs see no process outside it (not "
+              "potrun, nor its command line), and when the worker dies the kernel kills all that is left "
+              "in it: nothing a program starts outlives potrun (Ctrl-C, SIGTERM or SIGKILL)",
+              "PID namespace: not available (needs root); programs see the machine's processes and their "
+              "command lines; a daemon a program starts is swept only while its worker lives to do it"),
+        _line(capabilities.get("memory_cgroup"),
+              "memory cgroup: one limit on all of a program's memory, every process, memfd and tmpfs page "
+              "(RLIMIT_AS stays as the first line); going over it is status memory_limit",
+              "memory cgroup: not available (needs root and a memory controller); memory is limited per "
+              "process only (RLIMIT_AS): several processes, memfds or tmpfs files can together hold more"),
+        _line(capabilities.get("non_dumpable"),
+              "non-dumpable worker: programs cannot open the worker's /proc entries (its descriptors, "
+              "memory, environment) nor ptrace it, even where they share its uid",
+              "non-dumpable worker: not set; a program of the worker's uid could write the worker's memory"),
+    ]  # fmt: skip
 
 
 def _worker_capabilities(backend: str, **options: Any) -> tuple[dict[str, Any] | None, str]:
@@ -93,7 +124,8 @@ def _probe_programs(backend: str, *, network_expected: bool, **options: Any) -> 
     lines = []
     try:
         with Sandbox(backend, workers=1, policy="trusted", memory_mb=PROBE_MEMORY_MB, timeout=20, **options) as box:
-            memory, interfaces, identity = box.run_many([_PROBE_MEMORY, _PROBE_INTERFACES, _PROBE_IDENTITY])
+            memory, interfaces, identity, seccomp = box.run_many(
+                [_PROBE_MEMORY, _PROBE_INTERFACES, _PROBE_IDENTITY, _PROBE_SECCOMP])
     except Exception as exc:
         return [f"{BAD} probe programs could not run: {exc}"]
     lines.append(_line(
@@ -109,6 +141,14 @@ def _probe_programs(backend: str, *, network_expected: bool, **options: Any) -> 
     if identity.ok and isinstance(identity.value, list):
         uid = identity.value[0]
         lines.append(_line(uid != 0, f"programs run as uid {uid}", "programs run as root (uid 0)"))
+    if seccomp.ok:
+        lines.append(_line(seccomp.value == 2,
+                           "seccomp: programs run under a system call filter (potrun's, inherited from the worker: "
+                           "no mounts, new namespaces, ptrace, process_vm_*, keyring, bpf, perf_event_open, "
+                           "userfaultfd, kernel modules, kexec; in a container also the engine's default profile)",
+                           "seccomp: no system call filter (the kernel or machine refused it): the kernel's whole "
+                           "system call surface is reachable; the minimal root, namespaces, cgroups and uid "
+                           "remain the boundary"))  # fmt: skip
     return lines
 
 
@@ -156,9 +196,15 @@ def _diagnose_docker() -> list[str]:
         return [*lines, f"{BAD} a worker container did not start: {exc}"]
     lines += _container_lines(host, config)
     lines += [
-        f"{OK} inside the container the worker runs as uid {config.get('User')}: it cannot unshare a network "
-        "namespace (not needed: the container has no network), create a pids cgroup (the container's "
-        "pids limit and RLIMIT_NPROC cap processes) or drop to per-slot uids",
+        f"{OK} inside the container the worker cannot unshare a network namespace (not needed: the "
+        "container has no network), nor a PID namespace or cgroups: the container's own take their "
+        "place (its files are the image's, its processes its own, its memory limit covers the worker "
+        "and its program together)",
+        _line(capabilities.get("drop_privileges"), "privilege drop: programs run as a uid other than the worker's",
+              "privilege drop: not done; programs share the worker's uid", bad=True),
+        _line(capabilities.get("non_dumpable"),
+              "non-dumpable worker: programs cannot open the worker's /proc entries (its stdout, the stream to "
+              "potrun; its memory) nor ptrace it", "non-dumpable worker: not set", bad=True),
         _line(capabilities.get("subreaper"), "subreaper: processes a program leaves behind are found and killed",
               "subreaper: not available in the container"),
     ]  # fmt: skip
@@ -176,8 +222,9 @@ def _container_lines(host: dict[str, Any], config: dict[str, Any]) -> list[str]:
         ("ALL" in (host.get("CapDrop") or []), "all capabilities dropped", "capabilities are not dropped"),
         ("no-new-privileges" in (host.get("SecurityOpt") or []), "no-new-privileges set",
          "no-new-privileges is not set"),
-        (str(config.get("User", "")) not in ("", "0", "root"), f"user {config.get('User')} (not root)",
-         "the worker runs as root"),
+        (_user_ok(host, config), f"user {config.get('User')} with capabilities "
+         f"{', '.join(sorted(host.get('CapAdd') or [])) or 'none'} only; programs run as another uid",
+         "the worker runs as root with more than the capabilities it needs"),
         (memory_mb > 0, f"memory limit {memory_mb} MB per container (cgroup), swap off", "no memory limit"),
         ((host.get("PidsLimit") or 0) > 0, f"pids limit {host.get('PidsLimit')} per container", "no pids limit"),
         ((host.get("NanoCpus") or 0) > 0, f"CPU limit {(host.get('NanoCpus') or 0) / 1e9:g} CPU per container",
@@ -216,6 +263,16 @@ def cleanup(all_sessions: bool = False) -> list[str]:
 
 def _line(good: Any, yes: str, no: str, *, bad: bool = False) -> str:
     return f"{OK} {yes}" if good else f"{BAD if bad else NO} {no}"
+
+
+def _user_ok(host: dict[str, Any], config: dict[str, Any]) -> bool:
+    """Not root, or root with all capabilities dropped but those the worker needs for its runners."""
+    from potrun.sandbox import docker as backend
+
+    if str(config.get("User", "")) not in ("", "0", "root"):
+        return True
+    added = {name.upper().removeprefix("CAP_") for name in host.get("CapAdd") or []}
+    return "ALL" in (host.get("CapDrop") or []) and added <= set(backend.RUNNER_CAPABILITIES) and bool(added)
 
 
 def _safe(call: Any) -> Any:

@@ -17,7 +17,14 @@ Each container is created with (see `container_options`):
                                     cgroup charges, up to 64 MB) and page cache fit in the overhead
     pids_limit                      max_processes + PIDS_OVERHEAD (the worker and its runner)
     nano_cpus=1e9                   one CPU per container
-    cap_drop=["ALL"], security_opt=["no-new-privileges"], user="10001"
+    user="0", cap_drop=["ALL"],     the worker is root with five capabilities only, to hand its runners
+    cap_add=RUNNER_CAPABILITIES,    another uid (SETUID, SETGID), make and clean their folders (CHOWN,
+    security_opt=                   DAC_OVERRIDE) and kill them (KILL); runners have none, and
+      ["no-new-privileges"]         no-new-privileges keeps them from regaining any (no setuid binary)
+                                    (the worker raises each runner's oom_score_adj to 1000, so that
+                                    the container's OOM killer takes the program, not the worker; a
+                                    negative score for the worker would need CAP_SYS_RESOURCE, which
+                                    this machine's engine lacks)
     labels                          potrun.sandbox=1, potrun.session=<uuid>, potrun.pid, potrun.host
     log_config none                 the frames are not written to the engine's log files on the host
     environment                     PYTHONHASHSEED=<hash_seed>
@@ -36,10 +43,13 @@ all removals and sweeps this session's label). Nothing is left behind when potru
 - a container that was created but never started (potrun killed in between) is removed by
   `potrun doctor --cleanup`, which removes containers whose potrun process is gone.
 
-Inside the container the worker is not root: it cannot unshare a network namespace (there is no network
-to hide: `--network none`), cannot create a pids cgroup (the container's own pids limit is the cap; the worker sees it and sets no
-RLIMIT_NPROC, which the kernel would count per uid across all containers) and cannot drop to per-slot
-uids; its hello reports exactly that.
+Inside the container the worker is root with only RUNNER_CAPABILITIES: it cannot unshare a network
+namespace (there is no network to hide: `--network none`), nor a PID namespace (the container is one: the
+worker is its init, and nothing outlives it), nor create a pids or memory cgroup (the container's own
+limits are the cap; the worker sees the pids limit and sets no RLIMIT_NPROC, and tells the container's
+OOM kills apart as `memory_limit`). It runs its programs as another uid (UID_BASE + 1), and is
+non-dumpable: a program can neither open the worker's /proc entries (its stdout, the stream to potrun;
+its memory) nor ptrace it. Its hello reports exactly that.
 
 Why not `python3 -I`: -I implies -E, which ignores PYTHONHASHSEED, so the hash seed would not be
 applied. The container's environment is fixed by the image and by us, so `-s -P` (no user site, no
@@ -80,7 +90,8 @@ WORKER_OVERHEAD_MB = 256  # the worker process, the /tmp tmpfs, page cache: abov
 PIDS_OVERHEAD = 2  # the worker and its runner: the program itself gets exactly max_processes
 NANO_CPUS = 1_000_000_000  # one CPU per container
 TMPFS = {"/tmp": f"rw,size={SCRATCH_MB}m,mode=1777"}
-CONTAINER_USER = "10001"
+CONTAINER_USER = "0"  # root without capabilities but RUNNER_CAPABILITIES: see the module's docstring
+RUNNER_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID"]
 WORKER_COMMAND = ("python3", "-s", "-P", "-m", "potrun.sandbox.worker")
 START_TIMEOUT_S = 60.0  # creating, attaching and starting one container
 REMOVE_TIMEOUT_S = 30.0  # close() waiting for this session's containers to be gone
@@ -153,6 +164,7 @@ def container_options(*, image: str, slot: int, limits: Limits, hash_seed: int, 
         "pids_limit": limits.max_processes + PIDS_OVERHEAD,
         "nano_cpus": NANO_CPUS,
         "cap_drop": ["ALL"],
+        "cap_add": list(RUNNER_CAPABILITIES),
         "security_opt": ["no-new-privileges"],
         "user": CONTAINER_USER,
         "labels": {

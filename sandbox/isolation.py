@@ -30,6 +30,7 @@ MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 0x400, 0x8
 MOUNT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                  "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}  # fmt: skip
 MNT_DETACH = 0x2
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
@@ -73,6 +74,11 @@ class Capabilities:
     drop_privileges: bool  # programs run as an unprivileged uid of their worker's own
     reads_all_files: bool  # ...that may read any file (Python unreachable by other users, and no cover)
     subreaper: bool
+    minimal_root: bool = False  # programs see Python, /dev/null, /dev/zero, /dev/urandom, a scratch: no host file
+    pid_namespace: bool = False  # the worker is init of a PID namespace: no outside process seen, none outlives it
+    memory_cgroup: bool = False  # one memory limit on all of a program's processes, memfds and tmpfs files
+    non_dumpable: bool = False  # the worker's /proc entries and ptrace are refused to its runners
+    seccomp: bool = False  # a system call filter (sandbox/seccomp.py) refuses mounts, namespaces, ptrace...
 
     def to_dict(self) -> dict[str, bool]:
         return asdict(self)
@@ -167,6 +173,13 @@ def set_subreaper() -> bool:
     return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
+def set_non_dumpable() -> bool:
+    """PR_SET_DUMPABLE 0: this process's /proc/PID entries (fd, mem, environ, maps) become root's and
+    ptrace of it needs CAP_SYS_PTRACE, even for a process of the same uid (a container's runner).
+    Its forks inherit it, and a runner's change of uid keeps it (the kernel resets it then anyway)."""
+    return _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+
+
 def die_with_parent() -> None:
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -258,6 +271,23 @@ class PidsCgroup:
             return cls(name, max_processes)
         except OSError:
             return None
+
+
+def kill_cgroup_members(path: Path, rounds: int = 10) -> None:
+    """SIGKILL every process in the cgroup at `path` (a folder of cgroup v1 or v2), until none is left
+    or `rounds` passes found more (a process forking meanwhile is caught by the next one)."""
+    for _ in range(rounds):
+        try:
+            pids = [int(pid) for pid in (path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def pids_cgroup_name(worker_pid: int) -> str:

@@ -9,9 +9,11 @@ import subprocess
 import sys
 import tempfile
 
+from potrun.sandbox import memcg
 from potrun.sandbox.isolation import (
     PIDS_CGROUP_ROOT,
     SAFE_ENVIRONMENT,
+    kill_cgroup_members,
     pids_cgroup_name,
     process_alive,
     remove_pids_cgroup,
@@ -66,6 +68,10 @@ class ProcessWorker:
             return 0
 
     def kill(self) -> None:
+        # Sweep before killing: the processes in the worker's cgroups (runners, and the daemons of
+        # programs, whatever session they made) first, then the worker's group. (A PID namespace
+        # makes this structural: its init's death kills the rest; without one, this is what does.)
+        kill_cgroup_members(PIDS_CGROUP_ROOT / pids_cgroup_name(self.process.pid))
         try:
             os.killpg(self.process.pid, 9)
         except (ProcessLookupError, PermissionError):
@@ -75,6 +81,7 @@ class ProcessWorker:
         # its cgroup, free once its runners have died with it.
         shutil.rmtree(self.scratch, ignore_errors=True)
         remove_pids_cgroup(pids_cgroup_name(self.process.pid), wait_s=0.5)
+        memcg.remove(memcg.cgroup_name(self.process.pid), wait_s=0.5)
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 try:
@@ -129,7 +136,7 @@ def _pin(pid: int, cpu: int) -> None:
 def remove_stale_leftovers() -> int:
     """Remove what the workers of a potrun process that died left behind (a SIGKILLed potrun cannot
     clean up after them): their scratch directories, named after that process, and their empty pids
-    cgroups, named after the worker. Returns how many were removed."""
+    and memory cgroups, named after the worker. Returns how many were removed."""
     removed = 0
     with os.scandir(tempfile.gettempdir()) as entries:
         for entry in entries:
@@ -145,4 +152,8 @@ def remove_stale_leftovers() -> int:
         worker = name.partition("-")[2]
         if worker.isdigit() and not process_alive(int(worker)):
             removed += remove_pids_cgroup(name)
+    for name in memcg.cgroup_names():
+        worker = name.partition("-")[2]
+        if worker.isdigit() and not process_alive(int(worker)):
+            removed += memcg.remove(name)
     return removed

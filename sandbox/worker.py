@@ -1,11 +1,13 @@
 """The worker: `python -s -P -m potrun.sandbox.worker`, the same program on the host and in a container.
 
-It imports the allowlisted modules once (numpy once its programs need it), isolates itself (an empty
-network namespace, a subreaper, a pids cgroup where the machine has them), then reads run requests
-as frames on stdin and answers on stdout. It never runs a program itself: each program runs in a
-runner forked from it, so that the worker can enforce the limits from outside. The wall-clock limit
-is SIGKILL of the runner's process group; the CPU limit is RLIMIT_CPU; memory is RLIMIT_AS;
-processes are the pids cgroup (or RLIMIT_NPROC when the runner is not root). A runner that ran out
+It imports the allowlisted modules once (numpy once its programs need it), isolates itself (init of
+its own PID namespace, an empty network namespace, a subreaper, pids and memory cgroups, a minimal
+root, non-dumpable, a seccomp filter, where the machine has them), then reads run requests as frames
+on stdin and answers on stdout. It never runs a program itself: each program runs in a runner forked
+from it, so that the worker can enforce the limits from outside. The wall-clock limit is SIGKILL of
+the runner's process group; the CPU limit is RLIMIT_CPU; memory is the memory cgroup over all of a
+program's processes, with RLIMIT_AS per process; processes are the pids cgroup (or RLIMIT_NPROC when
+the runner is not root). A runner that ran out
 of time, crashed, or was left in a state that the next program could see is killed and replaced by a
 fresh fork: a few milliseconds.
 """
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from potrun.policies import get_policy
-from potrun.sandbox import isolation, seeding
+from potrun.sandbox import isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.protocol import (
     EXIT,
     PROTOCOL_VERSION,
@@ -77,6 +79,7 @@ SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than t
 # modules it holds (a bit each); then the JSON result.
 _ANSWER = struct.Struct(">BdB")
 RECYCLE, NEEDS_FORK = 1, 2
+RESUME = b""  # the frame body that lets a warm runner go on after it answered NEEDS_FORK
 # The largest answer a runner may send: a value of the output limit, every character escaped (\uXXXX),
 # and the other fields.
 ANSWER_SLACK = 64 * 1024
@@ -126,7 +129,10 @@ class RunnerProcess:
 
 class Worker:
     def __init__(self, uid_base: int | None, preload: tuple[str, ...], scratch: str | None = None,
-                 scratch_is_private: bool = False) -> None:  # fmt: skip
+                 scratch_is_private: bool = False, host_pid: int | None = None,
+                 pid_namespace: bool = False) -> None:  # fmt: skip
+        """`host_pid`: this worker's pid as potrun sees it (outside its PID namespace, if
+        `pid_namespace`); its cgroups and its runners' uid are named after it."""
         seeding.install()  # before any import makes a generator
         for name in preload:
             try:
@@ -134,35 +140,65 @@ class Worker:
             except ImportError:
                 pass
         isolation.scrub_environment()
+        self.host_pid = host_pid or os.getpid()
+        self.pid_namespace = pid_namespace
         self.network_isolated = isolation.unshare_network()
         self.subreaper = isolation.set_subreaper()
-        self._children = isolation.ChildList()
-        # The worker joins the cgroup itself: runners inherit it at fork, with no per-fork migration.
-        self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(os.getpid()), MAX_PROCESSES + 2)
+        # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
+        self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 2)
         if self.cgroup is not None:
             self.cgroup.enter()
+        self.memory = memcg.MemoryCgroup.try_create(memcg.cgroup_name(self.host_pid))
+        if self.memory is not None:
+            self.memory.enter()
+        else:  # a container: its own cgroup's limit holds, and its OOM kills are still told apart
+            self.memory = memcg.MemoryCgroup.watch_own()
+        # The OOM killer's last choice, the worker (lowering a score needs CAP_SYS_RESOURCE, which this
+        # machine's root may lack); each runner raises its own to the top, which needs nothing.
+        self.oom_protected = memcg.set_oom_score(memcg.OOM_SCORE_WORKER) or _oom_score() < memcg.OOM_SCORE_RUNNER
         root = os.geteuid() == 0
         # Given by potrun, which removes it even if this worker is killed; or our own.
         self.scratch = scratch or _temporary_directory()
-        # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
-        self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
-        self.private_scratch = scratch_is_private or self.mounted_scratch
+        self.minimal_root = False
+        if root and not scratch_is_private:
+            self.minimal_root = _build_minimal_root(self.scratch)
+        if self.minimal_root:
+            self.scratch = namespace.SCRATCH
+            self.mounted_scratch = self.private_scratch = True
+        else:
+            # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
+            self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
+            self.private_scratch = scratch_is_private or self.mounted_scratch
+            if self.pid_namespace and self.mounted_scratch:
+                namespace.mount_own_proc()  # the host's /proc would show the host's processes as ours
+        self._children = isolation.ChildList()
         # A root worker hands its runners an unprivileged uid of their own. Where Python is not
         # readable by other users (it lives under /root), the worker's mount namespace opens the way to
-        # it; failing that, runners keep the one capability of reading files.
-        self.uid = uid_base + os.getpid() if root and uid_base is not None else None
+        # it (the minimal root does so by itself); failing that, runners keep the one capability of
+        # reading files.
+        self.uid = uid_base + self.host_pid if root and uid_base is not None else None
+        if self.uid is not None:
+            os.chmod(self.scratch, 0o711)  # runners pass through to their own folder in it, no more
         if self.uid is not None and self.mounted_scratch and not isolation.python_reachable_by_others():
             isolation.open_paths_to_others(isolation.python_paths())
         read_anything = self.uid is not None and not isolation.python_reachable_by_others()
         processes_capped = self.cgroup is not None or isolation.under_pids_limit()
+        # Each runner's OOM score is raised by the worker, just after the fork: in the fresh fork the
+        # same write cost ~80 us of page faults (6-20% of a fork's programs/s here).
+        self._raise_oom_score = self.memory is not None and self.oom_protected
         self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
         self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
         # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute
         # gains a capability.
-        if self.mounted_scratch:
+        if self.mounted_scratch and not self.minimal_root:
             isolation.make_files_read_only(self.scratch)
         if root:
             isolation.limit_capabilities(keep=isolation.CAP_DAC_READ_SEARCH if read_anything else None)
+        # Out of its runners' reach even where they share its uid (a worker that is not root).
+        self.non_dumpable = isolation.set_non_dumpable()
+        # Last, since it refuses mounts and namespaces to the worker too; inherited by every fork for
+        # free (a system call pays ~40 ns more, a fork nothing).
+        self.seccomp = seccomp.install()
         self.warm: RunnerProcess | None = None
         self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
         self._trusted_hook = trusted_audit_hook(self.network_isolated)  # added by each trusted fork
@@ -171,6 +207,10 @@ class Worker:
         # so that runners forked from here copy fewer of them.
         gc.freeze()
         self.out = sys.stdout.buffer
+        self._oom_kills = 0
+        if self.memory is not None:
+            self.memory.measure_baseline()
+            self._killed_for_memory()  # the count so far
 
     def hello(self) -> dict[str, Any]:
         capabilities = isolation.Capabilities(
@@ -181,8 +221,13 @@ class Worker:
             drop_privileges=self.uid is not None,
             reads_all_files=self.entry.read_anything,
             subreaper=self.subreaper,
+            minimal_root=self.minimal_root,
+            pid_namespace=self.pid_namespace or os.getpid() == 1,  # (a container's init is ours too)
+            memory_cgroup=self.memory is not None and self.memory.owned,
+            non_dumpable=self.non_dumpable,
+            seccomp=self.seccomp,
         )
-        return {"op": "hello", "pid": os.getpid(), "protocol": PROTOCOL_VERSION,
+        return {"op": "hello", "pid": os.getpid(), "host_pid": self.host_pid, "protocol": PROTOCOL_VERSION,
                 "python": sys.version.split()[0], "capabilities": capabilities.to_dict()}  # fmt: skip
 
     # -- the loop --------------------------------------------------------------------------------------
@@ -313,6 +358,7 @@ class Worker:
                 if flags & NEEDS_FORK:  # answers go out before the fork, which may take its whole time
                     self._write(b"".join(out) + self.run_forked(head))
                     out.clear()
+                    finished = self._resume_warm()
                 else:
                     out.append(frame(body[_ANSWER.size :]))
                 if flags & RECYCLE:
@@ -325,6 +371,17 @@ class Worker:
             head = inflight.popleft()
             return self._verdict_after_kill(runner, head.message, _started(head, finished), "wall"), True, now
         return b"", False, finished
+
+    def _resume_warm(self) -> float:
+        """After a fork for the warm runner: it waited, so that no program of the worker's runs beside
+        another (they share the memory cgroup and the CPU); it may go on now. Returns now, when the
+        runner's next program starts."""
+        if self.warm is not None:
+            try:
+                _write_all(self.warm.requests, frame(RESUME))
+            except OSError:
+                pass  # a runner that died is seen at the next read
+        return time.perf_counter()
 
     def run_forked(self, request: Request) -> bytes:
         """One program in a fresh fork of this worker, in a fresh directory; the fork is killed with its
@@ -352,6 +409,8 @@ class Worker:
                     return self._protocol_violation(message, exc, "fork")
                 if bodies:
                     self._stop(runner)
+                    if self._killed_for_memory():  # one of its processes was, whatever it answered
+                        return self._memory_verdict(message, time.perf_counter() - started, 0.0)
                     return self._forked_answer(bodies[0], message)
         finally:
             self._clean_strays()
@@ -396,6 +455,14 @@ class Worker:
                        "error": f"{kind} time limit of {limit:g} s exceeded", "isolation": _tier(runner),
                        "wall_s": time.perf_counter() - started, "cpu_s": usage})  # fmt: skip
 
+    @staticmethod
+    def _memory_verdict(request: RunRequest, wall: float, cpu: float, tier: str = "fork") -> bytes:
+        """The program, or one of its processes, was killed by the memory cgroup's OOM killer."""
+        limit = request.limits.memory_mb
+        return encode({"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": tier,
+                       "status": "memory_limit", "error_type": "MemoryError",
+                       "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)"})  # fmt: skip
+
     def _verdict_after_death(self, runner: RunnerProcess, request: RunRequest, started: float) -> bytes:
         status_code, cpu = _reap_status(runner.pid)
         self._forget(runner)
@@ -404,6 +471,8 @@ class Worker:
         cpu_limit = request.limits.cpu_limit_s
         if os.WIFSIGNALED(status_code):
             sig = os.WTERMSIG(status_code)
+            if sig == signal.SIGKILL and self._killed_for_memory():
+                return self._memory_verdict(request, wall, cpu, _tier(runner))
             if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_limit):
                 return encode({**base, "status": "timeout", "timeout_kind": "cpu",
                                "error": f"cpu time limit of {cpu_limit:g} s exceeded"})
@@ -419,7 +488,10 @@ class Worker:
         """A warm runner: it reads requests from a pipe until it must be replaced."""
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
+        self._limit_memory(request)
         pid = isolation.fork()
+        if pid != 0 and self._raise_oom_score:
+            memcg.raise_oom_score(pid)
         if pid == 0:
             os.close(request_write)
             os.close(result_read)
@@ -444,7 +516,10 @@ class Worker:
         result_read, result_write = os.pipe()
         runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
         process = RunnerProcess(0, -1, result_read, (), FrameReader(_answer_limit(request)))
+        self._limit_memory(request)
         pid = isolation.fork()
+        if pid != 0 and self._raise_oom_score:
+            memcg.raise_oom_score(pid)
         if pid == 0:
             os.close(result_read)
             self._enter_runner(request, scratch, (result_write,), fork=True)
@@ -462,6 +537,25 @@ class Worker:
         if missing:
             self._fork_runners.clear()
             gc.freeze()
+            if self.memory is not None and self.warm is None:
+                self.memory.measure_baseline()  # what the import holds is the worker's, not a program's
+
+    def _limit_memory(self, request: RunRequest) -> None:
+        """The memory cgroup's limit for the runner about to be made (a write only when it changes)."""
+        if self.memory is not None and self.memory.owned:
+            self.memory.set_limit(request.limits.memory_mb)
+
+    def _killed_for_memory(self) -> bool:
+        """Did the memory cgroup's OOM killer strike since last asked? (Then a runner's SIGKILL is its
+        memory limit, not a crash.)"""
+        if self.memory is None:
+            return False
+        try:
+            kills = self.memory.oom_kills()
+        except (OSError, ValueError):
+            return False
+        struck, self._oom_kills = kills > self._oom_kills, kills
+        return struck
 
     def _fork_runner(self, policy: str) -> Runner:
         if policy not in self._fork_runners:
@@ -510,11 +604,14 @@ class Worker:
         if self.subreaper:
             isolation.kill_strays(set(), self._children)
         self._children.close()
-        if self.mounted_scratch:
-            isolation.unmount(self.scratch)  # its files go with it
-        _remove_tree(self.scratch)
+        if not self.minimal_root:  # (a minimal root, its scratch included, goes with the namespace)
+            if self.mounted_scratch:
+                isolation.unmount(self.scratch)  # its files go with it
+            _remove_tree(self.scratch)
         if self.cgroup is not None:
             self.cgroup.remove()
+        if self.memory is not None:
+            self.memory.close()  # (potrun removes the cgroup: the worker is still in it)
 
     def _write(self, data: bytes) -> None:
         self.out.write(data)
@@ -560,15 +657,27 @@ def _serve_warm(requests: int, results: int) -> None:
     try:
         runner = Runner(get_policy(WARM_POLICY), warm=True, send=send)
         reader = FrameReader()
-        while data := os.read(requests, READ_SIZE):
-            for body in reader.feed(data):
-                result, recycle = runner.run(request_message(body))
-                if result is None:
-                    answers.send(b"", NEEDS_FORK)
-                    continue
-                send(result, recycle)
-                if recycle:
+        queue: deque[bytes] = deque()
+        paused = False  # after NEEDS_FORK, until the worker's RESUME: the fork runs alone
+        while True:
+            if paused or not queue:
+                data = os.read(requests, READ_SIZE)
+                if not data:
                     return
+                for body in reader.feed(data):
+                    if body == RESUME:
+                        paused = False
+                    else:
+                        queue.append(body)
+                continue
+            result, recycle = runner.run(request_message(queue.popleft()))
+            if result is None:
+                answers.send(b"", NEEDS_FORK)
+                paused = True
+                continue
+            send(result, recycle)
+            if recycle:
+                return
     except BaseException:
         code = 70
     finally:
@@ -652,6 +761,26 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _build_minimal_root(staging: str) -> bool:
+    """The worker's minimal root on `staging` (potrun's scratch folder for it, empty); False, and the
+    host's files seen as before, where it cannot be built (said on stderr)."""
+    reveal = [*namespace.python_installation(), *namespace.loaded_library_directories()]
+    try:
+        return namespace.build_minimal_root(staging, reveal, isolation.SCRATCH_MB)
+    except OSError as exc:
+        print(f"potrun worker: no minimal root ({exc}): programs see the host's files", file=sys.stderr)
+        isolation.unmount(staging)
+        return False
+
+
+def _oom_score() -> int:
+    try:
+        with open("/proc/self/oom_score_adj", encoding="ascii") as score:
+            return int(score.read())
+    except (OSError, ValueError):
+        return 0
+
+
 def _temporary_directory() -> str:
     import tempfile  # (it imports shutil)
 
@@ -672,12 +801,18 @@ def _empty_directory(path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """`python -m potrun.sandbox.worker [--uid-base N] [--preload A,B] [--scratch DIR]
     [--scratch-is-private]`: the backends build this command line. (Not argparse: it imports shutil,
-    and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)"""
+    and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)
+
+    A root worker first makes itself init of a new PID namespace (`namespace.enter_pid_namespace`:
+    from here on this is its child; the parent only waits), then builds its minimal root."""
     options = _parse_options(sys.argv[1:] if argv is None else argv)
     isolation.die_with_parent()
+    host_pid = os.getpid()
+    pid_namespace = os.geteuid() == 0 and namespace.enter_pid_namespace()
     worker = Worker(int(options.get("--uid-base", isolation.UID_BASE)),
                     tuple(filter(None, options.get("--preload", ",".join(PRELOAD)).split(","))),
-                    options.get("--scratch"), "--scratch-is-private" in options)  # fmt: skip
+                    options.get("--scratch"), "--scratch-is-private" in options, host_pid,
+                    pid_namespace)  # fmt: skip
     try:
         worker.serve()
     except (BrokenPipeError, KeyboardInterrupt):

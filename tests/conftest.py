@@ -297,10 +297,14 @@ def leftover_processes(trees: Iterable[PoolTree], warm: bool) -> list[Proc]:
 
 def _workers(roots: frozenset[int], table: dict[int, Proc]) -> set[int]:
     """The worker processes: the roots themselves (process backend), or the worker a container's
-    first process started. Not their children: a runner is a fork of its worker, with its command line."""
+    first process started; and below either, the worker that a root made init of its own PID
+    namespace (the root then only waits for it, with the same command line). Not their children: a
+    runner is a fork of its worker, with its command line, but leads its own session."""
     workers = {pid for pid in roots if pid in table and table[pid].is_worker}
     inits = {pid for pid in roots if pid in table and not table[pid].is_worker}
-    return workers | {p.pid for p in table.values() if p.ppid in inits and p.is_worker and p.alive}
+    workers |= {p.pid for p in table.values() if p.ppid in inits and p.is_worker and p.alive}
+    return workers | {p.pid for p in table.values()
+                      if p.ppid in workers and p.is_worker and p.alive and p.sid != p.pid}  # fmt: skip
 
 
 def runner_thread_counts(box: Sandbox) -> dict[int, int]:

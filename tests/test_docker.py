@@ -28,6 +28,7 @@ import pytest
 
 from potrun.cli import main
 from potrun.sandbox import docker as backend
+from potrun.sandbox import isolation
 from potrun.types import Limits, SandboxUnavailable, Status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def test_container_options_carry_all_the_hardening():
     assert options["nano_cpus"] == 1_000_000_000
     assert options["cap_drop"] == ["ALL"]
     assert options["security_opt"] == ["no-new-privileges"]
-    assert options["user"] == "10001"
+    assert options["user"] == "0" and options["cap_add"] == ["CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID"]
     assert options["auto_remove"] is True
     assert options["environment"] == {"PYTHONHASHSEED": "7"}
     assert options["log_config"]["type"] == "none"
@@ -237,7 +238,7 @@ def test_programs_see_the_container_limits(engine):
     with _sandbox(workers=1, policy="trusted", memory_mb=200, timeout=20) as box:
         interfaces, ids, memory, write, fork = box.run_many(probes)
     assert interfaces.value == ["lo"]
-    assert ids.value == [10001, 10001]
+    assert ids.value[0] == ids.value[1] >= isolation.UID_BASE  # not the worker's uid
     assert memory.status is Status.MEMORY_LIMIT
     assert write.status is Status.ERROR and "Read-only file system" in write.error
     assert isinstance(fork.value, int) and fork.value <= Limits().max_processes
@@ -390,7 +391,7 @@ def test_doctor_docker_reports_the_hardening(engine, capsys):
     assert not [line for line in lines if line.startswith("[!!]")], lines
     text = "\n".join(lines)
     for expected in ("engine reachable", "--network none", "read-only", "capabilities dropped",
-                     "no-new-privileges", "user 10001", "memory limit", "pids limit", "was stopped (RLIMIT_AS)"):
+                     "no-new-privileges", "user 0 with capabilities", "memory limit", "pids limit", "was stopped (RLIMIT_AS)"):
         assert expected in text, expected
 
 
