@@ -168,7 +168,7 @@ def test_streams_records_and_keeps_the_sandbox_warm() -> None:
 
 def test_one_sandbox_runs_each_program_twice() -> None:
     golds = [
-        {"id": "pid", "python_solution": "import os\ndef solution():\n    # pid\n    x = 1\n    return os.getpid()"},
+        {"id": "pid", "python_solution": "import time\ndef solution():\n    # the clock\n    x = 1\n    return time.time_ns()"},
         {"id": "fine", "python_solution": "def solution():\n    # fine\n    x = 1\n    return x"},
     ]
     with Sandbox(policy="trusted", workers=2) as box:
