@@ -127,14 +127,14 @@ REFUSED_OPCODES: dict[str, str] = {
 PURE_BUILTIN_REASONS: dict[str, str] = {
     **_each("abs divmod pow round sum min max len all any sorted reversed enumerate zip range map filter iter next",
             "computes from its arguments; returns a number, a fresh object or an iterator over the arguments"),
-    **_each("bool int float complex str bytes bytearray list tuple dict set frozenset slice",
+    **_each("bool int float complex str list tuple dict set frozenset slice",
             "builtin type: makes a fresh or immutable value (its class is immutable)"),
     **_each("bin oct hex chr ord format", "number or character formatting: a fresh str (format(x, spec) walks "
             "no attributes)"),
     "isinstance": "reads a type relation (ABC caches it fills are keyed by types, semantically invisible)",
     "callable": "reads a type slot",
     "print": "writes to sys.stdout, which the runner captures per program",
-    **_each("Ellipsis NotImplemented", "immutable singleton"),
+    "Ellipsis": "immutable singleton",
     **_each("Exception ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
             "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
             "UnboundLocalError ValueError ZeroDivisionError FloatingPointError",
@@ -150,6 +150,8 @@ REFUSED_BUILTINS: dict[str, str] = {
     **_each("type object super property classmethod staticmethod issubclass", "classes and metaclasses"),
     **_each("id hash repr ascii", "addresses (id, default hash, repr of functions) vary by run and allocator"),
     "memoryview": "raw buffers of other objects",
+    **_each("bytes bytearray NotImplemented", "not among the restricted policy's builtins, which a pure "
+            "program must not exceed (bytes literals are fine)"),
     **_each("aiter anext", "async iteration"),
     **_each("BaseException SystemExit KeyboardInterrupt GeneratorExit",
             "exceptions the runner uses to stop a program"),
@@ -184,6 +186,9 @@ PURE_MODULES: dict[str, dict[str, str]] = {
                 "multimode pstdev pvariance stdev variance quantiles correlation covariance linear_regression",
                 "computes from its data (Decimal inputs, which touch the decimal context, are unreachable)"),
         "StatisticsError": "exception class to catch",
+        **_each("Counter Fraction bisect_left bisect_right defaultdict erf exp fabs fsum groupby hypot log mul "
+                "reduce repeat sqrt tau", "the pure function or class statistics re-exports from math, "
+                "fractions, bisect, collections, itertools, functools or operator"),
     },
     "itertools": _each(
         "accumulate chain combinations combinations_with_replacement compress count cycle dropwhile "
@@ -202,8 +207,8 @@ PURE_MODULES: dict[str, dict[str, str]] = {
     },
     "operator": {
         **_each("abs add and_ concat contains countOf eq floordiv ge gt index indexOf inv invert is_ is_not "
-                "le lshift lt mod mul ne neg not_ or_ pos pow rshift sub truediv truth xor",
-                "the function form of an operator"),
+                "le lshift lt mod mul ne neg not_ or_ pos pow rshift sub truediv truth xor "
+                "matmul", "the function form of an operator"),
         "itemgetter": "item access (like BINARY_SUBSCR), never attributes (attrgetter/methodcaller refused)",
     },
     "heapq": _each("heappush heappop heapify heapreplace heappushpop nlargest nsmallest",
@@ -229,7 +234,9 @@ PURE_MODULES: dict[str, dict[str, str]] = {
                 "arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot degrees radians "
                 "deg2rad rad2deg floor ceil trunc rint sign fabs maximum minimum fmax fmin gcd lcm isnan isinf "
                 "isfinite logical_and logical_or logical_not logical_xor equal not_equal less less_equal "
-                "greater greater_equal conj conjugate", _NP_UFUNC),
+                "greater greater_equal conj conjugate acos acosh asin asinh atan atan2 atanh copysign frexp "
+                "invert ldexp modf nextafter pow", _NP_UFUNC),
+        **_each("compress concat indices", _NP_FN),
         **_each("int32 int64 float32 float64 complex128 bool", "numpy scalar type (immutable C class)"),
         **_each("pi e inf nan euler_gamma newaxis", "immutable constant"),
         "linalg": "the numpy.linalg proxy",
@@ -238,6 +245,7 @@ PURE_MODULES: dict[str, dict[str, str]] = {
         **_each("det inv solve norm eig eigh eigvals eigvalsh matrix_rank matrix_power lstsq pinv qr svd "
                 "cholesky cond slogdet multi_dot", "linear algebra on the program's arrays; fresh results "
                 "(its internal errstate is entered and left inside the call)"),
+        **_each("cross diagonal matmul outer trace", "the numpy function numpy.linalg re-exports"),
         "LinAlgError": "exception class to catch",
     },
 }  # fmt: skip
