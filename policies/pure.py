@@ -58,10 +58,11 @@ from __future__ import annotations
 
 import builtins
 import dis
+import gc
 import importlib
 import sys
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress
 from typing import Any, Final
 
@@ -127,10 +128,12 @@ REFUSED_OPCODES: dict[str, str] = {
 PURE_BUILTIN_REASONS: dict[str, str] = {
     **_each("abs divmod pow round sum min max len all any sorted reversed enumerate zip range map filter iter next",
             "computes from its arguments; returns a number, a fresh object or an iterator over the arguments"),
-    **_each("bool int float complex str list tuple dict set frozenset slice",
+    **_each("bool int float complex list tuple dict set frozenset slice",
             "builtin type: makes a fresh or immutable value (its class is immutable)"),
     **_each("bin oct hex chr ord format", "number or character formatting: a fresh str (format(x, spec) walks "
             "no attributes)"),
+    "str": "only called as str(value), one argument (the verifier checks each use): str(data, encoding) "
+           "looks a codec up by the program's name, and the codec registry caches every name it was asked",
     "isinstance": "reads a type relation (ABC caches it fills are keyed by types, semantically invisible)",
     "callable": "reads a type slot",
     "print": "writes to sys.stdout, which the runner captures per program",
@@ -292,6 +295,12 @@ _ALLOWED_OPS: Final = bytes(_OPCODE_NUMBERS[name] for name in ALLOWED_OPCODES if
 _EXTENDED_ARG: Final = _OPCODE_NUMBERS["EXTENDED_ARG"]
 _IMPORT_NAME: Final = _OPCODE_NUMBERS["IMPORT_NAME"]
 _LOAD_CONST: Final = _OPCODE_NUMBERS["LOAD_CONST"]
+_LOAD_NAME: Final = _OPCODE_NUMBERS["LOAD_NAME"]
+_LOAD_GLOBAL: Final = _OPCODE_NUMBERS["LOAD_GLOBAL"]
+_LOAD_ATTR: Final = _OPCODE_NUMBERS["LOAD_ATTR"]
+_PRECALL: Final = _OPCODE_NUMBERS["PRECALL"]
+_PUSH_NULL: Final = _OPCODE_NUMBERS["PUSH_NULL"]
+_PLAIN_LOADS: Final = frozenset(_OPCODE_NUMBERS[name] for name in ("LOAD_NAME", "LOAD_FAST", "LOAD_CONST", "LOAD_DEREF"))
 _ATTRIBUTE_OPS: Final = frozenset(_OPCODE_NUMBERS[name] for name in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"))
 # bytes.translate table: 1 for an instruction whose argument names an attribute, 0 for any other.
 _ATTRIBUTE_MASK: Final = bytes(1 if number in _ATTRIBUTE_OPS else 0 for number in range(256))
@@ -343,7 +352,7 @@ def _why_not_pure_one(code: types.CodeType) -> str | None:
         return None
     if not _REFUSED_NAMES.isdisjoint(names) or "\0__" in "\0" + "\0".join(names):
         return f"name {_first_refused_name(names)!r}"
-    if _EXTENDED_ARG in ops or _IMPORT_NAME in ops:
+    if _EXTENDED_ARG in ops or _IMPORT_NAME in ops or "str" in names:
         return _why_not_pure_slowly(code)
     mask = ops.translate(_ATTRIBUTE_MASK)
     if 1 in mask:
@@ -358,27 +367,64 @@ def _first_refused_name(names: Iterable[str]) -> str:
 
 
 def _why_not_pure_slowly(code: types.CodeType) -> str | None:
-    """The per-instruction walk, for code with wide arguments (over 256 names or constants, long jumps)
-    or imports: full arguments (EXTENDED_ARG prefixes shift the next one), and for each IMPORT_NAME the
-    two LOAD_CONSTs before it (its level and from-list)."""
+    """The per-instruction walk, for code with wide arguments (over 256 names or constants, long jumps),
+    imports or `str`: full arguments (EXTENDED_ARG prefixes shift the next one); for each IMPORT_NAME the
+    two LOAD_CONSTs before it (its level and from-list); each load of `str` must be a call with one
+    argument that is a plain load, maybe with attribute reads (`str(n)`, `str(x.real)`)."""
     raw, names, consts = code.co_code, code.co_names, code.co_consts
     extended = 0
     previous: list[tuple[int, int]] = [(-1, 0), (-1, 0)]
+    str_call = _STR_DONE
     for offset in range(0, len(raw), 2):
         op, arg = raw[offset], raw[offset + 1] | extended
         if op == _EXTENDED_ARG:
             extended = arg << 8
             continue
         extended = 0
+        if not op:  # CACHE entries are not instructions
+            continue
+        if str_call is not _STR_DONE:
+            str_call = str_call(op, arg)
+            if str_call is None:
+                return "name 'str' other than in str(value)"
         if op in _ATTRIBUTE_OPS and names[arg] not in ALLOWED_ATTRIBUTE_NAMES:
             return f"attribute {names[arg]!r}"
         if op == _IMPORT_NAME:
             reason = _why_not_pure_import(names[arg], previous, consts)
             if reason is not None:
                 return reason
-        if op:  # CACHE entries are not instructions
-            previous = [previous[1], (op, arg)]
+        if (op == _LOAD_NAME and names[arg] == "str") or (op == _LOAD_GLOBAL and names[arg >> 1] == "str"):
+            # A callee: LOAD_NAME after PUSH_NULL, or LOAD_GLOBAL pushing the NULL itself.
+            if not (previous[1][0] == _PUSH_NULL if op == _LOAD_NAME else arg & 1):
+                return "name 'str' other than in str(value)"
+            str_call = _str_argument
+        previous = [previous[1], (op, arg)]
+    return None if str_call is _STR_DONE else "name 'str' other than in str(value)"
+
+
+# The states of the check of one `str` load: each takes the next instruction and returns the next state,
+# or None when the instruction does not fit `str(value)`.
+StrState = Callable[[int, int], "StrState | None"]
+
+
+def _str_done(op: int, arg: int) -> StrState | None:
+    return _str_done
+
+
+def _str_argument(op: int, arg: int) -> StrState | None:
+    """The argument: one plain load (a LOAD_GLOBAL that also pushes NULL would be a callee)."""
+    if op in _PLAIN_LOADS or (op == _LOAD_GLOBAL and not arg & 1):
+        return _str_attributes_or_call
     return None
+
+
+def _str_attributes_or_call(op: int, arg: int) -> StrState | None:
+    if op == _LOAD_ATTR:
+        return _str_attributes_or_call
+    return _STR_DONE if op == _PRECALL and arg == 1 else None
+
+
+_STR_DONE: Final[StrState] = _str_done
 
 
 def _why_not_pure_import(name: str, previous: list[tuple[int, int]], consts: tuple[Any, ...]) -> str | None:
@@ -438,17 +484,52 @@ def _make_proxy(name: str) -> _PureModule:
     namespace = types.ModuleType.__getattribute__(proxy, "__dict__")
     namespace.clear()
     namespace.update(members)
-    namespace["__getattr__"] = _missing_member(name)
+    namespace["__getattr__"] = _missing_member(name, real)
     return proxy
 
 
-def _missing_member(module_name: str) -> Any:
+def _missing_member(module_name: str, real: types.ModuleType) -> Any:
+    """The proxy's lookup of a name it does not hold. A name the real module has either (a member the
+    review left out, or one a new library version added) makes the program unproven: the fork tier,
+    where it would be found, must decide. Any other name fails as it would on the real module."""
+
     def __getattr__(attribute: str) -> object:
         if attribute == "":  # the proxy's repr asks for its module's name this way
             return module_name
+        if attribute in vars(real) or attribute in _listed_names(real):
+            raise _unproven_now(f"{module_name}.{attribute} is not a pure member")
         raise AttributeError(f"module {module_name!r} has no attribute {attribute!r}")
 
     return __getattr__
+
+
+def _listed_names(module: types.ModuleType) -> list[str]:
+    """The names a module lists, including those it makes on first use (numpy's lazy submodules)."""
+    try:
+        return dir(module)
+    except Exception:
+        return []
+
+
+class Unproven(BaseException):
+    """A warm program reached, at run time, something the verifier had not ruled out; it is stopped
+    before touching it. The program's result is void: `unproven()` says why, and the runner must run it
+    again in the fork tier. A BaseException, so that `except Exception` lets it through; a bare `except:`
+    may swallow it, which changes nothing, since `unproven()` still reports it."""
+
+
+_UNPROVEN: list[str] = []  # why the current program is unproven; cleared by pure_globals()
+
+
+def _unproven_now(reason: str) -> Unproven:
+    _UNPROVEN.append(reason)
+    return Unproven(reason)
+
+
+def unproven() -> str | None:
+    """Why the program run in the latest `pure_globals()` must be run again in the fork tier (it
+    reached a module member its proxy does not hold), or None: its result stands."""
+    return _UNPROVEN[0] if _UNPROVEN else None
 
 
 # Modules a library's C code imports lazily by name in the middle of a pure call (ndarray.sum imports
@@ -487,8 +568,24 @@ PURE_BUILTINS: Final[Mapping[str, object]] = _make_builtins()
 
 
 def pure_globals() -> dict[str, object]:
-    """A fresh module namespace for one program that why_not_pure admitted."""
+    """A fresh module namespace for one program that why_not_pure admitted; it also starts that
+    program's `unproven()` record afresh."""
+    _UNPROVEN.clear()
     return {"__builtins__": PURE_BUILTINS, "__name__": "__main__"}
+
+
+def end_program(namespace: dict[str, object]) -> None:
+    """Free everything the program made, now: its namespace, then the garbage cycles among its objects
+    (a function and its globals form one). Call it before reporting the program's result and after
+    dropping any exception it raised (its traceback holds the program's frames): CPython frees some deep
+    chains recursively (10**6 nested `enumerate` objects overflow the C stack), so a crash while freeing
+    must be this program's own, and nothing of it may be left for a collection inside a later program.
+    What survives is the runner's (and the modules a program's import loaded): `gc.freeze()` moves it out
+    of later collections, which then cost about a microsecond instead of milliseconds once numpy is
+    loaded."""
+    namespace.clear()
+    gc.collect()
+    gc.freeze()
 
 
 __all__ = [
@@ -501,6 +598,9 @@ __all__ = [
     "REFUSED_BUILTINS",
     "REFUSED_OPCODES",
     "REVIEWED_VERSION",
+    "Unproven",
+    "end_program",
     "pure_globals",
+    "unproven",
     "why_not_pure",
 ]

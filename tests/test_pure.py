@@ -107,6 +107,9 @@ TABLE: list[tuple[str, str, str | None]] = [
      PURE),
     ("exception-name-only", "try:\n    x = [][1]\nexcept (IndexError, KeyError):\n    ans = 0", PURE),
     ("bare-except", "try:\n    ans = int('x')\nexcept:\n    ans = -1", PURE),
+    ("str-one-argument", "n = 1234\nans = sum(int(d) for d in str(n)) + len(str(n).zfill(6))", PURE),
+    ("str-of-attribute", "def f(x):\n    return str(x.real)\nans = f(3)", PURE),
+    ("deep-iterator-chain", "x = iter([1])\nfor i in range(10):\n    x = enumerate(x)\nans = 1", PURE),
     ("decorator-own", "def twice(f):\n    return lambda x: f(f(x))\n@twice\ndef inc(x):\n    return x + 1\n"
      "ans = inc(1)", PURE),
     # --- pure modules
@@ -245,12 +248,23 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("single-underscore-attr", "from fractions import Fraction\nans = Fraction._operator_fallbacks",
      "attribute '_operator_fallbacks'"),
     ("str-format", "ans = '{0.__class__}'.format(1)", "attribute 'format'"),
-    ("str-format-on-class", "ans = str.format('{0.__globals__}', len)", "attribute 'format'"),
+    ("str-format-on-class", "ans = str.format('{0.__globals__}', len)", "name 'str'"),
+    ("str-format-on-literal", "ans = ''.format('{0.__globals__}', len)", "attribute 'format'"),
     ("format-map", "ans = '{a.real}'.format_map({'a': 1})", "attribute 'format_map'"),
     ("fstring-dunder", "x = 1\nans = f'{x.__class__}'", "name '__class__'"),
     ("encode-codec", "ans = 'abc'.encode('rot13')", "attribute 'encode'"),
     ("decode-codec", "ans = b'abc'.decode('utf-8')", "attribute 'decode'"),
     ("partial-func", "import functools\nans = functools.partial(len).func", "attribute 'func'"),
+    ("str-encoding", "ans = str(b'a', 'no-such-codec')", "name 'str'"),
+    ("str-encoding-keyword", "ans = str(b'a', encoding='x1')", "name 'str'"),
+    ("str-star-args", "args = (b'a', 'x1')\nans = str(*args)", "name 'str'"),
+    ("str-as-value", "s = str\nans = s(b'a', 'x1')", "name 'str'"),
+    ("str-in-map", "ans = list(map(str, [b'a'], ['x1']))", "name 'str'"),
+    ("str-in-defaultdict", "import collections\nd = collections.defaultdict(str)\nf = d.default_factory",
+     "name 'str'"),
+    ("str-isinstance", "ans = isinstance(1, str)", "name 'str'"),
+    ("str-in-function", "def f(a, b):\n    return str(a, b)\nans = f(b'a', 'x1')", "name 'str'"),
+    ("str-method-arg", "def f(a):\n    return g(str, a)", "name 'str'"),
     # --- statements and opcodes
     ("class", "class A:\n    pass", "opcode LOAD_BUILD_CLASS"),
     ("class-dunder", "class A:\n    def __eq__(self, other):\n        return True\nans = A() == 1",
@@ -564,8 +578,12 @@ def test_proxy_is_read_only_and_holds_only_pure_members() -> None:
         setattr(proxy, "sum", None)
     with pytest.raises(AttributeError):
         delattr(proxy, "sum")
-    with pytest.raises(AttributeError, match="module 'numpy' has no attribute 'load'"):
+    pure_globals()
+    with pytest.raises(pure.Unproven):
         proxy.load  # noqa: B018
+    assert pure.unproven() == "numpy.load is not a pure member"
+    with pytest.raises(AttributeError, match="module 'numpy' has no attribute 'no_such_member'"):
+        proxy.no_such_member  # noqa: B018
     namespace = vars(proxy)
     assert set(namespace) == set(PURE_MODULES["numpy"]) | {"__getattr__"}
     assert "__name__" not in namespace and "__spec__" not in namespace
@@ -587,9 +605,10 @@ def test_proxy_is_read_only_and_holds_only_pure_members() -> None:
     ],
 )
 def test_import_hook_refuses_without_the_verifier(source: str) -> None:
-    """A program that reached the hook unverified still gets no real module."""
+    """A program that reached the hook unverified still gets no real module (a real member the proxy
+    does not hold stops it as unproven)."""
     namespace = pure_globals()
-    with pytest.raises(ImportError):
+    with pytest.raises((ImportError, pure.Unproven)):
         exec(compile(source, FILENAME, "exec"), namespace)
     assert not any(isinstance(v, types.ModuleType) for v in namespace.values())
 
@@ -609,6 +628,65 @@ def test_library_lazy_imports_pass_through_the_hook() -> None:
     assert check(source) is None
     status, value = run(source, pure_globals())
     assert status == "ok" and value == pytest.approx(15 + float(__import__("numpy").arange(6.0).std()))
+
+
+def test_a_member_the_proxy_hides_makes_the_program_unproven() -> None:
+    """Run unverified (the verifier refuses 'histogram'): the proxy stops at the real module's member
+    that it does not hold, and the record survives the program's bare except."""
+    namespace = pure_globals()
+    exec(compile("import numpy as np\ntry:\n    np.histogram([1])\nexcept:\n    ans = 0", FILENAME, "exec"), namespace)
+    assert namespace["ans"] == 0
+    assert pure.unproven() == "numpy.histogram is not a pure member"
+    pure_globals()
+    assert pure.unproven() is None
+
+
+def test_a_name_no_module_has_fails_as_in_the_fork_tier() -> None:
+    namespace = pure_globals()
+    with pytest.raises(AttributeError, match="module 'math' has no attribute 'nothing'"):
+        exec(compile("import math\nmath.nothing", FILENAME, "exec"), namespace)
+    assert pure.unproven() is None
+    assert isinstance(pure.Unproven("x"), BaseException) and not isinstance(pure.Unproven("x"), Exception)
+
+
+def test_end_program_frees_what_the_program_made() -> None:
+    import weakref
+
+    namespace = pure_globals()
+    source = ("def f():\n    return 1\ndef g():\n    yield 1\nparked = g()\nnext(parked)\n"
+              "cycle = [parked, f]\ncycle.append(cycle)")
+    assert check(source) is None
+    exec(compile(source, FILENAME, "exec"), namespace)
+    function, generator = weakref.ref(namespace["f"]), weakref.ref(namespace["parked"])
+    pure.end_program(namespace)
+    assert namespace == {} and function() is None and generator() is None
+
+
+def test_a_crash_while_freeing_happens_inside_end_program() -> None:
+    """A deep iterator chain that CPython frees recursively: if freeing it crashes the runner, it does so
+    in end_program, before the result would be reported, never later inside another program."""
+    import subprocess
+
+    program = "x = iter([1])\nfor i in range(3 * 10**6):\n    x = enumerate(x)\nans = 1"
+    assert check(program) is None
+    script = (
+        "from potrun.policies import pure\n"
+        f"namespace = pure.pure_globals()\nexec(compile({program!r}, '<program>', 'exec'), namespace)\n"
+        "print('ran', flush=True)\npure.end_program(namespace)\nprint('ended', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("ran\n")
+    assert (done.returncode == 0 and done.stdout == "ran\nended\n") or (
+        done.returncode == -signal.SIGSEGV and done.stdout == "ran\n"
+    ), (done.returncode, done.stdout, done.stderr[-500:])
+
+
+def test_no_pure_member_is_a_python_generator() -> None:
+    """A library generator left suspended would run its own cleanup code later; none is listed."""
+    import inspect
+
+    for kind, value in shared_objects().items():
+        assert not inspect.isgeneratorfunction(value), kind
 
 
 def test_pure_globals_are_fresh_and_builtins_shared() -> None:
