@@ -3,13 +3,17 @@ program gets to run with.
 
 A warm runner runs many programs one after another with nothing reset between them, so it may only run
 programs that are proven, before they run, unable to reach anything that outlives them: module state,
-library containers, the builtins dict, the runner's own modules and functions, RNGs, decimal contexts,
-numpy's error and print state, ABC registries, warning registries, threads, processes. Everything not
-proven goes to the fork tier; a refusal costs speed, never safety.
+library containers and caches, the builtins dict, the runner's own modules and functions, RNGs, decimal
+contexts, numpy's error and print state, ABC registries, the codec registry, threads, processes.
+Everything not proven goes to the fork tier; a refusal costs speed, never safety. The verdict does not
+depend on the policy: an admitted program does nothing the restricted policy forbids (its modules,
+builtins and attribute names are within that policy's; tests/test_pure.py checks it).
 
 `why_not_pure(code)` proves it on the compiled code object (not the AST: an AST walk costs more than the
-program itself), recursing into the code objects among its constants. It returns None when it proves
-the program pure, else a short reason. A program is pure when every code object in it
+program itself), recursing into the code objects among its constants, with C-level operations on the
+bytecode (~1.2 us for a GSM8K program); a Python walk over the instructions only for code objects with
+EXTENDED_ARG, an import or the name `str`. It returns None when it proves the program pure, else a short
+reason. A program is pure when every code object in it
 
 - runs on CPython 3.11 (the release whose opcodes were reviewed; on any other, nothing is proven);
 - uses only the opcodes of ALLOWED_OPCODES: no classes, no attribute writes or deletes, no `with`, no
@@ -18,40 +22,53 @@ the program pure, else a short reason. A program is pure when every code object 
   `finally` code, which could then run later, inside another program's time and output;
 - names (LOAD_NAME, LOAD_GLOBAL, STORE_NAME, ...) nothing that starts with "__" (`__builtins__`,
   `__import__`, dunders) and no builtin outside PURE_BUILTIN_REASONS (`open`, `eval`, `getattr`, `type`,
-  `id`, ... are refused, with their reasons in REFUSED_BUILTINS); `_` and `_x` are ordinary names;
+  `id`, `repr`, ... are refused, with their reasons in REFUSED_BUILTINS); `_` and `_x` are ordinary
+  names; `str` only as the callee of a one-argument call `str(value)` (str(data, encoding) looks a codec
+  up by a name the program chooses, and the codec registry caches every name it is asked, found or not:
+  a program could park memory there);
 - reads attributes (LOAD_ATTR, LOAD_METHOD, IMPORT_FROM) only by the names of PURE_ATTRIBUTES or of a
-  member of a pure module: never a frame, code, `base`/`data`/`ctypes`/`flags`, `format`, nor any name
-  starting with "_";
+  member of a pure module: never a frame, code, `base`/`data`/`ctypes`/`flags`/`dtype`, `format`,
+  `encode`/`decode`, nor any name starting with "_";
 - imports (IMPORT_NAME) only a module of PURE_MODULES, absolutely (level 0).
 
 The proof rests on one invariant: a pure program holds only objects it made, fresh or immutable results
-of pure functions, immutable shared objects (ints, strs, functions and classes that it cannot write
+of pure functions, immutable shared objects (numbers, strs, functions and classes that it cannot write
 since it has no attribute write) and read-only module proxies. Item writes (STORE_SUBSCR) are allowed
-because no shared mutable container is reachable: module proxies expose no mutable constant, and no pure
-function returns one.
+because no shared mutable container is reachable: module proxies expose no mutable constant, no allowed
+attribute of a shared object is one, and no pure function returns one.
 
 `pure_globals()` is the namespace an admitted program runs in: `__builtins__` is PURE_BUILTINS, one
 shared dict made at import. A pure program cannot write it, since it cannot name it and reaches no
 frame or function globals; it stays a real dict because CPython looks `__import__` up in a frame's
 builtins with a dict-only call. Its `__import__` hands out a read-only proxy of the module (a
 `types.ModuleType` subclass holding the pure members only, refusing attribute writes, without
-`__name__`, so that IMPORT_FROM's fallback to `sys.modules` finds nothing). The proxies are made on a
-module's first import, and the modules themselves are imported then if they were not yet: a warm runner
-should import the pure modules its programs use before running them (numpy costs ~120 ms).
+`__name__`, so that IMPORT_FROM's fallback to `sys.modules` finds nothing). Proxies are safe as values
+(`f(np)`, `x = math`). A name a proxy lacks but the real module has (a member the review left out, or
+one a new library version added) raises `Unproven` and `unproven()` reports it: the runner must then run
+the program again in the fork tier, where the real module decides; nothing shared was touched.
+
+How a warm runner uses this, per program: `code = compile(...)`; if `why_not_pure(code)` is None,
+`namespace = pure_globals()`; `exec(code, namespace)`; read the answer; drop any exception it raised;
+`end_program(namespace)`; if `unproven()`, run it in the fork tier instead; else report. Once, before
+the first program: `prepare_proxies()` (imports the pure modules outside any program's limits).
 
 What stays in a warm runner between pure programs, and why it does not change a later program's value:
 interned strings and the small-int cache (immutable); ABC caches that `isinstance(x, Fraction)` fills,
-and numpy's and CPython's internal type caches (keyed by types, semantically invisible); memory (the
-program's namespace frees what it made, garbage cycles wait for the collector: the runner should run
-`gc.collect()` after a program that ended near its memory limit, or retry a warm MemoryError in a fork);
-the recursion depth (back to the runner's when the program returns); a suspended generator in the
-program's namespace (dies with it, running no program code, by the rule above); an exception's traceback
-(holds the program's frames until the runner drops the exception); library warnings "shown once"
-(their registry may be a library module's, so a later program's stderr can miss one: stderr only, never
-a status or value). Addresses: `str()` of a function or a proxy shows an address (`<function f at
-0x...>`), and set order of such objects follows addresses; those differ from run to run in either tier
-(ASLR), so a value built from them is not reproducible anywhere; `id`, `hash`, `repr` and `ascii` are
-refused to keep that rare. Uninitialised memory (`np.empty`, `bytearray` is zeroed) is not reachable.
+numpy's and CPython's internal caches
+(keyed by types or dtypes, bounded, semantically invisible); memory: `end_program` frees the namespace
+and collects its cycles before the result is reported (a crash while freeing is then the program's own),
+but allocator fragmentation may remain, so a warm `MemoryError` or memory-limit verdict should be retried
+in a fork; the recursion depth (back to the runner's when the program returns); a suspended generator
+(freed with the namespace, running no program code, by the generator rule); library warnings "shown
+once" whose registry is a library module's (`np.mean([])`): a later program's stderr can miss one,
+never a status or value. A program can swallow any exception with a bare `except:` or a `finally` that
+`continue`s, so a warm runner's limits must kill, not raise. Addresses: `str()`/`print`/f-strings of a
+function or a proxy show or depend on an address (`<function f at 0x...>`), and so does the iteration
+order of a set of functions; those depend on the allocator's history, so such a value may differ
+between a warm runner and a fresh fork (`id`, `hash`, `repr`, `ascii` are refused to keep that rare;
+numbers, strings and containers of them, all a PoT program computes, never depend on it).
+Uninitialised memory (`np.empty`) is not reachable. The answer may be a lazy object (`ans = map(f, xs)`):
+the runner must not iterate it outside the program's limits.
 """
 
 from __future__ import annotations
@@ -460,6 +477,13 @@ class _PureModule(types.ModuleType):
 _PROXIES: dict[str, _PureModule] = {}
 
 
+def prepare_proxies() -> None:
+    """Import every pure module and make its proxy now, so that a program's first `import numpy` costs
+    nothing in its own limits. A warm runner calls it once before its first program."""
+    for name in PURE_MODULES:
+        _proxy(name)
+
+
 def _proxy(name: str) -> _PureModule:
     """The proxy of a pure module, made (and the module imported) on first use."""
     proxy = _PROXIES.get(name)
@@ -600,6 +624,7 @@ __all__ = [
     "REVIEWED_VERSION",
     "Unproven",
     "end_program",
+    "prepare_proxies",
     "pure_globals",
     "unproven",
     "why_not_pure",

@@ -110,6 +110,9 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("str-one-argument", "n = 1234\nans = sum(int(d) for d in str(n)) + len(str(n).zfill(6))", PURE),
     ("str-of-attribute", "def f(x):\n    return str(x.real)\nans = f(3)", PURE),
     ("deep-iterator-chain", "x = iter([1])\nfor i in range(10):\n    x = enumerate(x)\nans = 1", PURE),
+    ("print-file-own-object", "print(1, file=[])", PURE),
+    ("numpy-object-loops", "import numpy as np\nans = np.gcd(np.array([4, 6], dtype='O'), 2).tolist(), "
+     "np.floor(np.array([1.5], dtype='O')).tolist()", PURE),
     ("decorator-own", "def twice(f):\n    return lambda x: f(f(x))\n@twice\ndef inc(x):\n    return x + 1\n"
      "ans = inc(1)", PURE),
     # --- pure modules
@@ -679,6 +682,35 @@ def test_a_crash_while_freeing_happens_inside_end_program() -> None:
     assert (done.returncode == 0 and done.stdout == "ran\nended\n") or (
         done.returncode == -signal.SIGSEGV and done.stdout == "ran\n"
     ), (done.returncode, done.stdout, done.stderr[-500:])
+
+
+def test_interpreter_code_reading_a_proxys_module_fields_makes_it_unproven() -> None:
+    """A failed from-import reads the module's __name__ (to look in sys.modules): a proxy has none, the
+    real module has, so the fork tier decides, where the program gets the real module."""
+    source = "from math import append"
+    assert check(source) is None  # 'append' is an allowed name (list.append)
+    with pytest.raises(ImportError):
+        exec(compile(source, FILENAME, "exec"), pure_globals())
+    assert pure.unproven() == "math.__name__ is not a pure member"
+
+
+def test_calling_shared_callables_gives_fresh_objects() -> None:
+    """Every pure builtin and member called with no argument (where that works) twice: never the same
+    mutable object, which would be shared state handed out."""
+    import collections
+
+    import numpy as np
+
+    mutable = (*MUTABLE, collections.deque, np.ndarray)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for kind, value in shared_objects().items():
+            if not callable(value):
+                continue
+            try:
+                first, second = value(), value()
+            except Exception:
+                continue
+            assert not (isinstance(first, mutable) and first is second), kind
 
 
 def test_no_pure_member_is_a_python_generator() -> None:
