@@ -652,6 +652,17 @@ def test_a_name_no_module_has_fails_as_in_the_fork_tier() -> None:
     assert isinstance(pure.Unproven("x"), BaseException) and not isinstance(pure.Unproven("x"), Exception)
 
 
+def test_context_variables_set_inside_a_program_do_not_outlive_it() -> None:
+    """np.errstate's state is a context variable: set and never restored inside the program (as a
+    MemoryError inside its __exit__ would leave it), it is gone once exec_pure returns."""
+    import numpy as np
+
+    before = np.geterr()
+    namespace = {**pure_globals(), "leak": lambda: np.errstate(all="raise").__enter__()}
+    pure.exec_pure(compile("leak()\nans = 1", FILENAME, "exec"), namespace)
+    assert namespace["ans"] == 1 and np.geterr() == before
+
+
 def test_end_program_frees_what_the_program_made() -> None:
     import weakref
 
