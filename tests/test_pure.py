@@ -724,6 +724,13 @@ def test_calling_shared_callables_gives_fresh_objects() -> None:
             assert not (isinstance(first, mutable) and first is second), kind
 
 
+def test_nothing_reachable_is_a_file() -> None:
+    """print(file=x) calls x.write: no shared object, and no kind of value a pure program can hold,
+    has a `write` (the runner's captured sys.stdout stays print's only target)."""
+    reachable = [*shared_objects().items(), *((kind, make()) for kind, make in probe_values().items())]
+    assert [kind for kind, value in reachable if hasattr(value, "write")] == []
+
+
 def test_no_pure_member_is_a_python_generator() -> None:
     """A library generator left suspended would run its own cleanup code later; none is listed."""
     import inspect
