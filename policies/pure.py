@@ -1,38 +1,641 @@
-"""STUB (replaced by the verifier's real module at merge): admits only arithmetic on names and literals."""
+"""Which programs may share a warm runner: a default-deny verifier of compiled code, and what an admitted
+program gets to run with.
+
+A warm runner runs many programs one after another with nothing reset between them, so it may only run
+programs that are proven, before they run, unable to reach anything that outlives them: module state,
+library containers and caches, the builtins dict, the runner's own modules and functions, RNGs, decimal
+contexts, numpy's error and print state, ABC registries, the codec registry, threads, processes.
+Everything not proven goes to the fork tier; a refusal costs speed, never safety. The verdict does not
+depend on the policy: an admitted program does nothing the restricted policy forbids (its modules,
+builtins and attribute names are within that policy's; tests/test_pure.py checks it).
+
+`why_not_pure(code)` proves it on the compiled code object (not the AST: an AST walk costs more than the
+program itself), recursing into the code objects among its constants, with C-level operations on the
+bytecode (~1.2 us for a GSM8K program); a Python walk over the instructions only for code objects with
+EXTENDED_ARG, an import or the name `str`. It returns None when it proves the program pure, else a short
+reason. A program is pure when every code object in it
+
+- runs on CPython 3.11 (the release whose opcodes were reviewed; on any other, nothing is proven);
+- uses only the opcodes of ALLOWED_OPCODES: no classes, no attribute writes or deletes, no `with`, no
+  async, no `match`, no `except*`, no star import, no annotations at module level;
+- is, if it is a generator, free of `try` blocks: closing a suspended generator runs its `except` and
+  `finally` code, which could then run later, inside another program's time and output;
+- names (LOAD_NAME, LOAD_GLOBAL, STORE_NAME, ...) nothing that starts with "__" (`__builtins__`,
+  `__import__`, dunders) and no builtin outside PURE_BUILTIN_REASONS (`open`, `eval`, `getattr`, `type`,
+  `id`, `repr`, ... are refused, with their reasons in REFUSED_BUILTINS); `_` and `_x` are ordinary
+  names; `str` only as the callee of a one-argument call `str(value)` (str(data, encoding) looks a codec
+  up by a name the program chooses, and the codec registry caches every name it is asked, found or not:
+  a program could park memory there);
+- reads attributes (LOAD_ATTR, LOAD_METHOD, IMPORT_FROM) only by the names of PURE_ATTRIBUTES or of a
+  member of a pure module: never a frame, code, `base`/`data`/`ctypes`/`flags`/`dtype`, `format`,
+  `encode`/`decode`, nor any name starting with "_";
+- imports (IMPORT_NAME) only a module of PURE_MODULES, absolutely (level 0).
+
+The proof rests on one invariant: a pure program holds only objects it made, fresh or immutable results
+of pure functions, immutable shared objects (numbers, strs, functions and classes that it cannot write
+since it has no attribute write) and read-only module proxies. Item writes (STORE_SUBSCR) are allowed
+because no shared mutable container is reachable: module proxies expose no mutable constant, no allowed
+attribute of a shared object is one, and no pure function returns one.
+
+`pure_globals()` is the namespace an admitted program runs in: `__builtins__` is PURE_BUILTINS, one
+shared dict made at import. A pure program cannot write it, since it cannot name it and reaches no
+frame or function globals; it stays a real dict because CPython looks `__import__` up in a frame's
+builtins with a dict-only call. Its `__import__` hands out a read-only proxy of the module (a
+`types.ModuleType` subclass holding the pure members only, refusing attribute writes, without
+`__name__`, so that IMPORT_FROM's fallback to `sys.modules` finds nothing). Proxies are safe as values
+(`f(np)`, `x = math`). A name a proxy lacks but the real module has (a member the review left out, or
+one a new library version added) raises `Unproven` and `unproven()` reports it: the runner must then run
+the program again in the fork tier, where the real module decides; nothing shared was touched.
+
+How a warm runner uses this, per program: `code = compile(...)`; if `why_not_pure(code)` is None,
+`namespace = pure_globals()`; `exec_pure(code, namespace)`; read the answer; drop any exception it raised;
+`end_program(namespace)`; if `unproven()`, run it in the fork tier instead; else report. Once, before
+the first program: `prepare_proxies()` (imports the pure modules outside any program's limits).
+
+What stays in a warm runner between pure programs, and why it does not change a later program's value:
+interned strings and the small-int cache (immutable); ABC caches that `isinstance(x, Fraction)` fills,
+numpy's and CPython's internal caches
+(keyed by types or dtypes, bounded, semantically invisible); memory: `end_program` frees the namespace
+and collects its cycles before the result is reported (a crash while freeing is then the program's own),
+but allocator fragmentation may remain, so a warm `MemoryError` or memory-limit verdict should be retried
+in a fork; the recursion depth (back to the runner's when the program returns); a suspended generator
+(freed with the namespace, running no program code, by the generator rule); library warnings "shown
+once" whose registry is a library module's (`np.mean([])`): a later program's stderr can miss one,
+never a status or value. A program can swallow any exception with a bare `except:` or a `finally` that
+`continue`s, so a warm runner's limits must kill, not raise. Addresses: `str()`/`print`/f-strings of a
+function or a proxy show or depend on an address (`<function f at 0x...>`), and so does the iteration
+order of a set of functions; those depend on the allocator's history, so such a value may differ
+between a warm runner and a fresh fork (`id`, `hash`, `repr`, `ascii` are refused to keep that rare;
+numbers, strings and containers of them, all a PoT program computes, never depend on it).
+Uninitialised memory (`np.empty`) is not reachable. The answer may be a lazy object (`ans = map(f, xs)`):
+the runner must not iterate it outside the program's limits.
+"""
 
 from __future__ import annotations
 
 import builtins
+import contextvars
 import dis
+import gc
+import importlib
+import sys
 import types
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from itertools import compress
+from typing import Any, Final
 
-_OPS = {dis.opmap[name] for name in (
-    "CACHE", "NOP", "POP_TOP", "RESUME", "LOAD_CONST", "LOAD_NAME", "STORE_NAME", "BINARY_OP", "RETURN_VALUE",
-    "PUSH_NULL", "PRECALL", "CALL", "LOAD_FAST", "STORE_FAST", "LOAD_GLOBAL", "MAKE_FUNCTION", "UNARY_NEGATIVE",
-    "COMPARE_OP", "POP_JUMP_FORWARD_IF_FALSE", "JUMP_FORWARD", "BUILD_LIST", "BUILD_TUPLE", "BINARY_SUBSCR",
-) if name in dis.opmap}
-PURE_BUILTINS: Mapping[str, object] = types.MappingProxyType(
-    {name: getattr(builtins, name) for name in ("abs", "round", "int", "float", "min", "max", "sum", "len", "print")})
+REVIEWED_VERSION: Final = (3, 11)
+_REVIEWED: Final = sys.version_info[:2] == REVIEWED_VERSION
+
+
+def _each(names: str, reason: str) -> dict[str, str]:
+    """One reason shared by a group of names (the data reads as one reviewed line per group)."""
+    return dict.fromkeys(names.split(), reason)
+
+
+# ------------------------------------------------------------------------------------------ opcodes
+# Python 3.11's opcodes, each reviewed. Any opcode not listed here is refused (new ones by default).
+ALLOWED_OPCODES: dict[str, str] = {
+    **_each("CACHE NOP RESUME EXTENDED_ARG", "no effect of its own (inline caches, tracing points, a wide argument)"),
+    **_each("POP_TOP PUSH_NULL COPY SWAP", "stack shuffling"),
+    **_each("UNARY_POSITIVE UNARY_NEGATIVE UNARY_NOT UNARY_INVERT BINARY_OP COMPARE_OP IS_OP CONTAINS_OP",
+            "operators on values the program holds, none of which has a method the program wrote"),
+    **_each("BINARY_SUBSCR STORE_SUBSCR DELETE_SUBSCR BUILD_SLICE",
+            "item access: the only mutable containers a pure program reaches are its own"),
+    **_each("GET_ITER FOR_ITER", "iteration over values the program holds"),
+    **_each("BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_STRING LIST_APPEND SET_ADD "
+            "MAP_ADD LIST_EXTEND SET_UPDATE DICT_UPDATE DICT_MERGE LIST_TO_TUPLE UNPACK_SEQUENCE UNPACK_EX",
+            "builds or unpacks the program's own containers"),
+    "FORMAT_VALUE": "f-string field: format(value, spec), which walks no attributes (unlike str.format)",
+    "LOAD_CONST": "a constant of the code object",
+    **_each("LOAD_NAME STORE_NAME DELETE_NAME LOAD_GLOBAL STORE_GLOBAL DELETE_GLOBAL",
+            "the program's own namespace, or a pure builtin; the names are checked"),
+    **_each("LOAD_FAST STORE_FAST DELETE_FAST LOAD_DEREF STORE_DEREF DELETE_DEREF LOAD_CLOSURE MAKE_CELL "
+            "COPY_FREE_VARS", "a function's own locals and closure cells"),
+    **_each("LOAD_ATTR LOAD_METHOD", "attribute read; the name is checked against the allowlists"),
+    **_each("IMPORT_NAME IMPORT_FROM", "import of a pure module (its proxy); names and level are checked"),
+    **_each("PRECALL CALL KW_NAMES CALL_FUNCTION_EX", "a call of something the program holds"),
+    **_each("MAKE_FUNCTION RETURN_VALUE", "the program's own functions and lambdas"),
+    **_each("RETURN_GENERATOR YIELD_VALUE SEND GET_YIELD_FROM_ITER",
+            "the program's own generators (a generator with a try block is refused separately)"),
+    **_each("JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT JUMP_IF_FALSE_OR_POP JUMP_IF_TRUE_OR_POP "
+            "POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_TRUE POP_JUMP_FORWARD_IF_NONE "
+            "POP_JUMP_FORWARD_IF_NOT_NONE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_TRUE "
+            "POP_JUMP_BACKWARD_IF_NONE POP_JUMP_BACKWARD_IF_NOT_NONE", "control flow"),
+    **_each("PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH RERAISE RAISE_VARARGS LOAD_ASSERTION_ERROR",
+            "try/except/finally, raise and assert, on the program's own frames"),
+}  # fmt: skip
+
+# Why the remaining 3.11 opcodes are refused (documentation; unlisted opcodes are refused anyway).
+REFUSED_OPCODES: dict[str, str] = {
+    "LOAD_BUILD_CLASS": "classes can define dunder methods that library code calls later",
+    "LOAD_CLASSDEREF": "only in class bodies",
+    **_each("STORE_ATTR DELETE_ATTR", "attribute writes could change a module, class or function"),
+    **_each("BEFORE_WITH WITH_EXCEPT_START", "`with` runs __enter__/__exit__ of library objects (np.errstate)"),
+    **_each("BEFORE_ASYNC_WITH GET_AWAITABLE GET_AITER GET_ANEXT END_ASYNC_FOR ASYNC_GEN_WRAP",
+            "async code: coroutines can be left suspended with pending cleanup"),
+    **_each("MATCH_CLASS MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS GET_LEN",
+            "`match`: class patterns read attributes named by __match_args__ strings"),
+    **_each("CHECK_EG_MATCH PREP_RERAISE_STAR", "`except*`: exception groups, a known RestrictedPython escape"),
+    "IMPORT_STAR": "star import copies a whole module's namespace",
+    "SETUP_ANNOTATIONS": "module-level annotations write __annotations__",
+    "PRINT_EXPR": "interactive mode only: calls sys.displayhook",
+}  # fmt: skip
+
+# ----------------------------------------------------------------------------------------- builtins
+PURE_BUILTIN_REASONS: dict[str, str] = {
+    **_each("abs divmod pow round sum min max len all any sorted reversed enumerate zip range map filter iter next",
+            "computes from its arguments; returns a number, a fresh object or an iterator over the arguments"),
+    **_each("bool int float complex list tuple dict set frozenset slice",
+            "builtin type: makes a fresh or immutable value (its class is immutable)"),
+    **_each("bin oct hex chr ord format", "number or character formatting: a fresh str (format(x, spec) walks "
+            "no attributes)"),
+    "str": "only called as str(value), one argument (the verifier checks each use): str(data, encoding) "
+           "looks a codec up by the program's name, and the codec registry caches every name it was asked",
+    "isinstance": "reads a type relation (ABC caches it fills are keyed by types, semantically invisible)",
+    "callable": "reads a type slot",
+    "print": "writes to sys.stdout, which the runner captures per program",
+    "Ellipsis": "immutable singleton",
+    **_each("Exception ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
+            "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
+            "UnboundLocalError ValueError ZeroDivisionError FloatingPointError",
+            "an exception class to raise or catch (not BaseException: SystemExit and friends stay the runner's)"),
+}  # fmt: skip
+
+REFUSED_BUILTINS: dict[str, str] = {
+    **_each("open input breakpoint help exit quit license credits copyright", "files, the terminal or the "
+            "interpreter's exit"),
+    **_each("eval exec compile", "run strings as code"),
+    **_each("globals locals vars dir", "hand out namespaces (the builtins dict, module dicts)"),
+    **_each("getattr setattr delattr hasattr", "attribute access by names given as strings"),
+    **_each("type object super property classmethod staticmethod issubclass", "classes and metaclasses"),
+    **_each("id hash repr ascii", "addresses (id, default hash, repr of functions) vary by run and allocator"),
+    "memoryview": "raw buffers of other objects",
+    **_each("bytes bytearray NotImplemented", "not among the restricted policy's builtins, which a pure "
+            "program must not exceed (bytes literals are fine)"),
+    **_each("aiter anext", "async iteration"),
+    **_each("BaseException SystemExit KeyboardInterrupt GeneratorExit",
+            "exceptions the runner uses to stop a program"),
+    "__import__": "the import hook (pure programs import with `import`, which gets the proxy)",
+    "__build_class__": "classes",
+}  # fmt: skip
+
+# ------------------------------------------------------------------------------------------ modules
+# The pure members of each module a pure program may import: immutable constants; functions that read
+# no shared mutable state, write none, keep no reference to their arguments, and return fresh or
+# immutable values; classes whose instances are the program's own. A member naming a submodule listed
+# here (numpy.linalg) is that submodule's proxy.
+_MATH_FN = "pure function of numbers; returns a number"
+_NP_FN = "numpy function: computes a fresh array or scalar from its arguments"
+_NP_UFUNC = "numpy ufunc: a fresh array or scalar; out= can only name the program's own array"
+PURE_MODULES: dict[str, dict[str, str]] = {
+    "math": {
+        **_each("acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist erf "
+                "erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot isclose isfinite "
+                "isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nextafter perm pow prod "
+                "radians remainder sin sinh sqrt tan tanh trunc ulp", _MATH_FN),
+        **_each("e pi tau inf nan", "float constant"),
+    },
+    "cmath": {
+        **_each("acos acosh asin asinh atan atanh cos cosh exp isclose isfinite isinf isnan log log10 phase "
+                "polar rect sin sinh sqrt tan tanh", _MATH_FN),
+        **_each("e pi tau inf infj nan nanj", "float or complex constant"),
+    },
+    "fractions": {"Fraction": "immutable rational numbers; pure-Python class the program cannot write"},
+    "statistics": {
+        **_each("mean fmean geometric_mean harmonic_mean median median_low median_high median_grouped mode "
+                "multimode pstdev pvariance stdev variance quantiles correlation covariance linear_regression",
+                "computes from its data (Decimal inputs, which touch the decimal context, are unreachable)"),
+        "StatisticsError": "exception class to catch",
+        **_each("Counter Fraction bisect_left bisect_right defaultdict erf exp fabs fsum groupby hypot log mul "
+                "reduce repeat sqrt tau", "the pure function or class statistics re-exports from math, "
+                "fractions, bisect, collections, itertools, functools or operator"),
+    },
+    "itertools": _each(
+        "accumulate chain combinations combinations_with_replacement compress count cycle dropwhile "
+        "filterfalse groupby islice pairwise permutations product repeat starmap takewhile tee zip_longest",
+        "C iterator over the program's arguments; holds nothing shared",
+    ),
+    "functools": {
+        "reduce": "folds the program's own iterable with its function",
+        "partial": "a fresh partial object around the program's callable",
+        "cmp_to_key": "a fresh key wrapper around the program's function",
+        **_each("lru_cache cache", "a fresh cache around the program's own function (update_wrapper writes "
+                "only the new wrapper)"),
+    },
+    "collections": {
+        **_each("Counter defaultdict deque OrderedDict", "container class: instances are the program's own"),
+    },
+    "operator": {
+        **_each("abs add and_ concat contains countOf eq floordiv ge gt index indexOf inv invert is_ is_not "
+                "le lshift lt mod mul ne neg not_ or_ pos pow rshift sub truediv truth xor "
+                "matmul", "the function form of an operator"),
+        "itemgetter": "item access (like BINARY_SUBSCR), never attributes (attrgetter/methodcaller refused)",
+    },
+    "heapq": _each("heappush heappop heapify heapreplace heappushpop nlargest nsmallest",
+                   "works on the program's own list (merge, a Python generator, is left out)"),
+    "bisect": _each("bisect bisect_left bisect_right insort insort_left insort_right",
+                    "works on the program's own list"),
+    "string": {
+        **_each("ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable "
+                "whitespace", "str constant"),
+        "capwords": "str function (Formatter and Template, which walk fields, are left out)",
+    },
+    "numpy": {
+        **_each("array asarray arange linspace zeros ones full eye identity zeros_like ones_like full_like copy "
+                "diag tile repeat concatenate stack vstack hstack column_stack append insert reshape ravel "
+                "transpose swapaxes squeeze flip fliplr flipud roll split take where nonzero argmax argmin "
+                "argsort sort unique searchsorted partition clip cumsum cumprod cumulative_sum diff sum prod "
+                "mean median average std var max min amax amin nanmax nanmin nansum nanmean percentile "
+                "quantile count_nonzero all any allclose isclose array_equal dot matmul inner outer cross "
+                "trace diagonal interp polyfit polyval roots bincount round around shape size ndim real imag "
+                "astype trapezoid", _NP_FN),
+        **_each("abs absolute add subtract multiply divide true_divide floor_divide mod remainder fmod divmod "
+                "power negative reciprocal sqrt cbrt square exp exp2 expm1 log log10 log2 log1p sin cos tan "
+                "arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot degrees radians "
+                "deg2rad rad2deg floor ceil trunc rint sign fabs maximum minimum fmax fmin gcd lcm isnan isinf "
+                "isfinite logical_and logical_or logical_not logical_xor equal not_equal less less_equal "
+                "greater greater_equal conj conjugate acos acosh asin asinh atan atan2 atanh copysign frexp "
+                "invert ldexp modf nextafter pow", _NP_UFUNC),
+        **_each("compress concat indices", _NP_FN),
+        **_each("int32 int64 float32 float64 complex128 bool", "numpy scalar type (immutable C class)"),
+        **_each("pi e inf nan euler_gamma newaxis", "immutable constant"),
+        "linalg": "the numpy.linalg proxy",
+    },
+    "numpy.linalg": {
+        **_each("det inv solve norm eig eigh eigvals eigvalsh matrix_rank matrix_power lstsq pinv qr svd "
+                "cholesky cond slogdet multi_dot", "linear algebra on the program's arrays; fresh results "
+                "(its internal errstate is entered and left inside the call)"),
+        **_each("cross diagonal matmul outer trace", "the numpy function numpy.linalg re-exports"),
+        "LinAlgError": "exception class to catch",
+    },
+}  # fmt: skip
+
+# ---------------------------------------------------------------------------------------- attributes
+# Attribute names a pure program may read on any value (members of pure modules are allowed too). An
+# attribute is allowed by name alone, since bytecode does not tell types apart: each name was checked
+# on every type a pure program can hold (tests/test_pure.py probes them). Never frames, code, globals,
+# buffers (`base`, `data`, `ctypes`, `flags`, `view`), file writers (`tofile`, `dump`), `dtype` (shared
+# descriptor objects), field walkers (`format`, `format_map`), codecs (`encode`, `decode`), nor any
+# name starting with "_".
+PURE_ATTRIBUTES: dict[str, str] = {
+    **_each("real imag conjugate numerator denominator bit_length bit_count to_bytes from_bytes "
+            "as_integer_ratio is_integer hex fromhex", "number method or field: a number or a fresh str"),
+    **_each("capitalize casefold center count endswith expandtabs find index isalnum isalpha isascii isdecimal "
+            "isdigit isidentifier islower isnumeric isprintable isspace istitle isupper join ljust lower lstrip "
+            "maketrans partition removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip "
+            "split splitlines startswith strip swapcase title translate upper zfill",
+            "str method: a fresh str, list or number"),
+    **_each("append clear copy extend insert pop remove reverse sort", "list method on the program's own list"),
+    **_each("fromkeys get items keys popitem setdefault update values", "dict method on the program's own dict"),
+    **_each("add difference difference_update discard intersection intersection_update isdisjoint issubset "
+            "issuperset symmetric_difference symmetric_difference_update union", "set method on its own set"),
+    **_each("start stop step indices", "range or slice field: an int"),
+    **_each("most_common elements subtract total", "Counter method"),
+    **_each("appendleft extendleft popleft rotate maxlen", "deque method or field"),
+    "move_to_end": "OrderedDict method",
+    "default_factory": "the program's own defaultdict's factory",
+    **_each("limit_denominator from_float", "Fraction method: a fresh Fraction"),
+    "from_iterable": "itertools.chain.from_iterable",
+    "args": "an exception's arguments (the program's own values, or strs)",
+    **_each("T shape ndim size nbytes itemsize", "ndarray field: a fresh view of its own array or a number"),
+    **_each("all any argmax argmin argsort astype clip cumprod cumsum diagonal dot fill flatten item max mean min "
+            "nonzero prod ravel repeat reshape round searchsorted squeeze std sum swapaxes take tolist trace "
+            "transpose var conj", "ndarray method: computes from or writes its own array"),
+    **_each("reduce accumulate outer", "ufunc method: a fresh array"),
+    **_each("slope intercept", "statistics.linear_regression result field"),
+    **_each("eigenvalues eigenvectors", "numpy.linalg.eig result field (a fresh array)"),
+}  # fmt: skip
+
+# ----------------------------------------------------------------------------------------- verifier
+_OPCODE_NUMBERS: Final = {name: number for name, number in dis.opmap.items()}
+_ALLOWED_OPS: Final = bytes(_OPCODE_NUMBERS[name] for name in ALLOWED_OPCODES if name in _OPCODE_NUMBERS)
+_EXTENDED_ARG: Final = _OPCODE_NUMBERS["EXTENDED_ARG"]
+_IMPORT_NAME: Final = _OPCODE_NUMBERS["IMPORT_NAME"]
+_LOAD_CONST: Final = _OPCODE_NUMBERS["LOAD_CONST"]
+_LOAD_NAME: Final = _OPCODE_NUMBERS["LOAD_NAME"]
+_LOAD_GLOBAL: Final = _OPCODE_NUMBERS["LOAD_GLOBAL"]
+_LOAD_ATTR: Final = _OPCODE_NUMBERS["LOAD_ATTR"]
+_PRECALL: Final = _OPCODE_NUMBERS["PRECALL"]
+_PUSH_NULL: Final = _OPCODE_NUMBERS["PUSH_NULL"]
+_PLAIN_LOADS: Final = frozenset(_OPCODE_NUMBERS[name] for name in ("LOAD_NAME", "LOAD_FAST", "LOAD_CONST", "LOAD_DEREF"))
+_ATTRIBUTE_OPS: Final = frozenset(_OPCODE_NUMBERS[name] for name in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"))
+# bytes.translate table: 1 for an instruction whose argument names an attribute, 0 for any other.
+_ATTRIBUTE_MASK: Final = bytes(1 if number in _ATTRIBUTE_OPS else 0 for number in range(256))
+_ASYNC_FLAGS: Final = 0x80 | 0x100 | 0x200  # CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+_GENERATOR_FLAG: Final = 0x20
+
+ALLOWED_ATTRIBUTE_NAMES: Final[frozenset[str]] = frozenset(PURE_ATTRIBUTES).union(
+    *(members for members in PURE_MODULES.values())
+)
+# Names a pure program may not use as a variable: every builtin it does not get, whatever it holds
+# (shadowing one, `id = 3`, is refused too: a refusal only costs speed).
+_REFUSED_NAMES: Final[frozenset[str]] = frozenset(
+    name for name in (*vars(builtins), *REFUSED_BUILTINS) if name not in PURE_BUILTIN_REASONS
+)
+_IS_CODE: Final = types.CodeType.__instancecheck__
 
 
 def why_not_pure(code: types.CodeType) -> str | None:
-    for op in set(code.co_code[::2]):
-        if op not in _OPS:
-            return f"opcode {dis.opname[op]}"
-    for name in code.co_names + code.co_varnames:
-        if name.startswith("_"):
-            return f"name {name!r}"
-        if name in vars(builtins) and name not in PURE_BUILTINS:  # a fork would find it: same verdict
-            return f"builtin {name!r}"
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            why = why_not_pure(const)
-            if why:
-                return why
+    """None when the program is proven pure (see the module docstring), else a short reason:
+    "opcode LOAD_BUILD_CLASS", "attribute 'gi_frame'", "import of 'random'", "name '__builtins__'",
+    "try block in generator 'g'", "relative import", "python 3.12 not reviewed". No side effects."""
+    if not _REVIEWED:
+        return f"python {sys.version_info[0]}.{sys.version_info[1]} not reviewed"
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        reason = _why_not_pure_one(current)
+        if reason is not None:
+            return reason
+        stack.extend(filter(_IS_CODE, current.co_consts))
     return None
 
 
-def pure_globals() -> dict[str, Any]:
+def _why_not_pure_one(code: types.CodeType) -> str | None:
+    """The checks of one code object, nested ones aside. C-level operations on the bytecode: opcodes are
+    the even bytes, arguments the odd ones, so set and translate operations replace a Python loop."""
+    raw = code.co_code
+    ops = raw[::2]
+    refused = ops.translate(None, _ALLOWED_OPS)
+    if refused:
+        return f"opcode {dis.opname[refused[0]]}"
+    flags = code.co_flags
+    if flags & _ASYNC_FLAGS:
+        return "async code"
+    if flags & _GENERATOR_FLAG and code.co_exceptiontable:
+        return f"try block in generator {code.co_name!r}"
+    names = code.co_names
+    if not names:
+        return None
+    if not _REFUSED_NAMES.isdisjoint(names) or "\0__" in "\0" + "\0".join(names):
+        return f"name {_first_refused_name(names)!r}"
+    if _EXTENDED_ARG in ops or _IMPORT_NAME in ops or "str" in names:
+        return _why_not_pure_slowly(code)
+    mask = ops.translate(_ATTRIBUTE_MASK)
+    if 1 in mask:
+        used = set(map(names.__getitem__, set(compress(raw[1::2], mask))))
+        if not used.issubset(ALLOWED_ATTRIBUTE_NAMES):
+            return f"attribute {min(used - ALLOWED_ATTRIBUTE_NAMES)!r}"
+    return None
+
+
+def _first_refused_name(names: Iterable[str]) -> str:
+    return next(name for name in names if name in _REFUSED_NAMES or name.startswith("__"))
+
+
+def _why_not_pure_slowly(code: types.CodeType) -> str | None:
+    """The per-instruction walk, for code with wide arguments (over 256 names or constants, long jumps),
+    imports or `str`: full arguments (EXTENDED_ARG prefixes shift the next one); for each IMPORT_NAME the
+    two LOAD_CONSTs before it (its level and from-list); each load of `str` must be a call with one
+    argument that is a plain load, maybe with attribute reads (`str(n)`, `str(x.real)`)."""
+    raw, names, consts = code.co_code, code.co_names, code.co_consts
+    extended = 0
+    previous: list[tuple[int, int]] = [(-1, 0), (-1, 0)]
+    str_call = _STR_DONE
+    for offset in range(0, len(raw), 2):
+        op, arg = raw[offset], raw[offset + 1] | extended
+        if op == _EXTENDED_ARG:
+            extended = arg << 8
+            continue
+        extended = 0
+        if not op:  # CACHE entries are not instructions
+            continue
+        if str_call is not _STR_DONE:
+            str_call = str_call(op, arg)
+            if str_call is None:
+                return "name 'str' other than in str(value)"
+        if op in _ATTRIBUTE_OPS and names[arg] not in ALLOWED_ATTRIBUTE_NAMES:
+            return f"attribute {names[arg]!r}"
+        if op == _IMPORT_NAME:
+            reason = _why_not_pure_import(names[arg], previous, consts)
+            if reason is not None:
+                return reason
+        if (op == _LOAD_NAME and names[arg] == "str") or (op == _LOAD_GLOBAL and names[arg >> 1] == "str"):
+            # A callee: LOAD_NAME after PUSH_NULL, or LOAD_GLOBAL pushing the NULL itself.
+            if not (previous[1][0] == _PUSH_NULL if op == _LOAD_NAME else arg & 1):
+                return "name 'str' other than in str(value)"
+            str_call = _str_argument
+        previous = [previous[1], (op, arg)]
+    return None if str_call is _STR_DONE else "name 'str' other than in str(value)"
+
+
+# The states of the check of one `str` load: each takes the next instruction and returns the next state,
+# or None when the instruction does not fit `str(value)`.
+StrState = Callable[[int, int], "StrState | None"]
+
+
+def _str_done(op: int, arg: int) -> StrState | None:
+    return _str_done
+
+
+def _str_argument(op: int, arg: int) -> StrState | None:
+    """The argument: one plain load (a LOAD_GLOBAL that also pushes NULL would be a callee)."""
+    if op in _PLAIN_LOADS or (op == _LOAD_GLOBAL and not arg & 1):
+        return _str_attributes_or_call
+    return None
+
+
+def _str_attributes_or_call(op: int, arg: int) -> StrState | None:
+    if op == _LOAD_ATTR:
+        return _str_attributes_or_call
+    return _STR_DONE if op == _PRECALL and arg == 1 else None
+
+
+_STR_DONE: Final[StrState] = _str_done
+
+
+def _why_not_pure_import(name: str, previous: list[tuple[int, int]], consts: tuple[Any, ...]) -> str | None:
+    (level_op, level_arg), (fromlist_op, fromlist_arg) = previous
+    if level_op != _LOAD_CONST or fromlist_op != _LOAD_CONST:
+        return "import of an unusual form"
+    level, fromlist = consts[level_arg], consts[fromlist_arg]
+    if type(level) is not int or level != 0:
+        return "relative import"
+    if name not in PURE_MODULES:
+        return f"import of {name!r}"
+    if fromlist is not None and (type(fromlist) is not tuple or "*" in fromlist):
+        return "star import"
+    return None
+
+
+# ------------------------------------------------------------------------------------------ runtime
+class _PureModule(types.ModuleType):
+    """A read-only view of a module's pure members, safe to hold and pass around as a value. It has no
+    `__name__` (IMPORT_FROM would look a failed name up in sys.modules under it), and a missing member
+    raises the AttributeError the real module would, without the module in it."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a pure module is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("a pure module is read-only")
+
+    def __repr__(self) -> str:
+        return f"<pure module {self.__getattr__('')!s}>"  # type: ignore[operator]
+
+
+_PROXIES: dict[str, _PureModule] = {}
+
+
+def prepare_proxies() -> None:
+    """Import every pure module and make its proxy now, so that a program's first `import numpy` costs
+    nothing in its own limits. A warm runner calls it once before its first program."""
+    for name in PURE_MODULES:
+        _proxy(name)
+
+
+def _proxy(name: str) -> _PureModule:
+    """The proxy of a pure module, made (and the module imported) on first use."""
+    proxy = _PROXIES.get(name)
+    if proxy is None:
+        proxy = _PROXIES[name] = _make_proxy(name)
+    return proxy
+
+
+def _make_proxy(name: str) -> _PureModule:
+    real = importlib.import_module(name)
+    members: dict[str, object] = {}
+    for member in PURE_MODULES[name]:
+        submodule = f"{name}.{member}"
+        if submodule in PURE_MODULES:
+            members[member] = _proxy(submodule)
+        elif hasattr(real, member):
+            value = getattr(real, member)
+            if isinstance(value, types.ModuleType):  # a reviewer's slip must not hand out a real module
+                raise TypeError(f"{submodule} is a module: list it in PURE_MODULES")
+            members[member] = value
+    proxy = _PureModule("")
+    namespace = types.ModuleType.__getattribute__(proxy, "__dict__")
+    namespace.clear()
+    namespace.update(members)
+    namespace["__getattr__"] = _missing_member(name, real)
+    return proxy
+
+
+def _missing_member(module_name: str, real: types.ModuleType) -> Any:
+    """The proxy's lookup of a name it does not hold. A name the real module has either (a member the
+    review left out, or one a new library version added) makes the program unproven: the fork tier,
+    where it would be found, must decide. Any other name fails as it would on the real module."""
+
+    def __getattr__(attribute: str) -> object:
+        if attribute == "":  # the proxy's repr asks for its module's name this way
+            return module_name
+        if attribute in vars(real) or attribute in _listed_names(real):
+            raise _unproven_now(f"{module_name}.{attribute} is not a pure member")
+        raise AttributeError(f"module {module_name!r} has no attribute {attribute!r}")
+
+    return __getattr__
+
+
+def _listed_names(module: types.ModuleType) -> list[str]:
+    """The names a module lists, including those it makes on first use (numpy's lazy submodules)."""
+    try:
+        return dir(module)
+    except Exception:
+        return []
+
+
+class Unproven(BaseException):
+    """A warm program reached, at run time, something the verifier had not ruled out; it is stopped
+    before touching it. The program's result is void: `unproven()` says why, and the runner must run it
+    again in the fork tier. A BaseException, so that `except Exception` lets it through; a bare `except:`
+    may swallow it, which changes nothing, since `unproven()` still reports it."""
+
+
+_UNPROVEN: list[str] = []  # why the current program is unproven; cleared by pure_globals()
+
+
+def _unproven_now(reason: str) -> Unproven:
+    _UNPROVEN.append(reason)
+    return Unproven(reason)
+
+
+def unproven() -> str | None:
+    """Why the program run in the latest `pure_globals()` must be run again in the fork tier (it
+    reached a module member its proxy does not hold), or None: its result stands."""
+    return _UNPROVEN[0] if _UNPROVEN else None
+
+
+# Modules a library's C code imports lazily by name in the middle of a pure call (ndarray.sum imports
+# numpy._core._methods): CPython routes such an import through the __import__ of the program's frame.
+# The module goes to the library, never to the program.
+_LIBRARY_IMPORT_ROOTS: Final = frozenset({"numpy"})
+
+
+def _pure_import(
+    name: str,
+    globals: Mapping[str, object] | None = None,
+    locals: Mapping[str, object] | None = None,
+    fromlist: Iterable[str] | None = (),
+    level: int = 0,
+) -> object:
+    """`__import__` of PURE_BUILTINS: the program's import statement gets the proxy of a pure module
+    (the package's for `import numpy.linalg`, the leaf's for a from-import); a library's own lazy import
+    from C gets the real module it asked for, if it is one of the libraries pure programs use."""
+    caller = sys._getframe(1)
+    if caller.f_code.co_code[caller.f_lasti] != _IMPORT_NAME:
+        if name.partition(".")[0] not in _LIBRARY_IMPORT_ROOTS or level != 0:
+            raise ImportError(f"import of {name!r} is not allowed")
+        return __import__(name, None, None, fromlist or (), 0)
+    if level != 0 or name not in PURE_MODULES or (fromlist is not None and "*" in fromlist):
+        raise ImportError(f"import of {name!r} is not allowed")
+    return _proxy(name if fromlist else name.partition(".")[0])
+
+
+def _make_builtins() -> dict[str, object]:
+    table: dict[str, object] = {name: getattr(builtins, name) for name in PURE_BUILTIN_REASONS}
+    table["__import__"] = _pure_import
+    return table
+
+
+PURE_BUILTINS: Final[Mapping[str, object]] = _make_builtins()
+
+
+def pure_globals() -> dict[str, object]:
+    """A fresh module namespace for one program that why_not_pure admitted; it also starts that
+    program's `unproven()` record afresh."""
+    _UNPROVEN.clear()
     return {"__builtins__": PURE_BUILTINS, "__name__": "__main__"}
+
+
+def exec_pure(code: types.CodeType, namespace: dict[str, object]) -> None:
+    """exec(code, namespace) in a copy of the runner's context. numpy's error state and print options
+    and decimal's context are context variables: a library call that sets one and fails to restore it
+    (a MemoryError inside `np.errstate.__exit__`, deep in np.linalg.inv) then leaves it in that copy,
+    which dies with the program, never in the runner. Costs ~0.15 us."""
+    contextvars.copy_context().run(exec, code, namespace)
+
+
+def end_program(namespace: dict[str, object]) -> None:
+    """Free everything the program made, now: its namespace, then the garbage cycles among its objects
+    (a function and its globals form one). Call it before reporting the program's result and after
+    dropping any exception it raised (its traceback holds the program's frames): CPython frees some deep
+    chains recursively (10**6 nested `enumerate` objects overflow the C stack), so a crash while freeing
+    must be this program's own, and nothing of it may be left for a collection inside a later program.
+    What survives is the runner's (and the modules a program's import loaded): `gc.freeze()` moves it out
+    of later collections, which then cost about a microsecond instead of milliseconds once numpy is
+    loaded."""
+    namespace.clear()
+    gc.collect()
+    gc.freeze()
+
+
+__all__ = [
+    "ALLOWED_ATTRIBUTE_NAMES",
+    "ALLOWED_OPCODES",
+    "PURE_ATTRIBUTES",
+    "PURE_BUILTINS",
+    "PURE_BUILTIN_REASONS",
+    "PURE_MODULES",
+    "REFUSED_BUILTINS",
+    "REFUSED_OPCODES",
+    "REVIEWED_VERSION",
+    "Unproven",
+    "end_program",
+    "exec_pure",
+    "prepare_proxies",
+    "pure_globals",
+    "unproven",
+    "why_not_pure",
+]
