@@ -22,8 +22,9 @@ reason. A program is pure when every code object in it
   `finally` code, which could then run later, inside another program's time and output;
 - names (LOAD_NAME, LOAD_GLOBAL, STORE_NAME, ...) nothing that starts with "__" (`__builtins__`,
   `__import__`, dunders) and no builtin outside PURE_BUILTIN_REASONS (`open`, `eval`, `getattr`, `type`,
-  `id`, `repr`, ... are refused, with their reasons in REFUSED_BUILTINS); `_` and `_x` are ordinary
-  names; `str` only as the callee of a one-argument call `str(value)` (str(data, encoding) looks a codec
+  `id`, `repr`, ... are refused, with their reasons in REFUSED_BUILTINS); no name that starts with
+  "_" but `_` itself, variables and locals alike (the restricted policy refuses them: the verdict must
+  not depend on the tier); `str` only as the callee of a one-argument call `str(value)` (str(data, encoding) looks a codec
   up by a name the program chooses, and the codec registry caches every name it is asked, found or not:
   a program could park memory there);
 - reads attributes (LOAD_ATTR, LOAD_METHOD, IMPORT_FROM) only by the names of PURE_ATTRIBUTES or of a
@@ -365,19 +366,35 @@ def _why_not_pure_one(code: types.CodeType) -> str | None:
         return "async code"
     if flags & _GENERATOR_FLAG and code.co_exceptiontable:
         return f"try block in generator {code.co_name!r}"
+    local = _private_name(code.co_varnames + code.co_cellvars + code.co_freevars)
+    if local is not None:
+        return f"name {local!r}"
     names = code.co_names
     if not names:
         return None
     if not _REFUSED_NAMES.isdisjoint(names) or "\0__" in "\0" + "\0".join(names):
         return f"name {_first_refused_name(names)!r}"
     if _EXTENDED_ARG in ops or _IMPORT_NAME in ops or "str" in names:
-        return _why_not_pure_slowly(code)
-    mask = ops.translate(_ATTRIBUTE_MASK)
-    if 1 in mask:
-        used = set(map(names.__getitem__, set(compress(raw[1::2], mask))))
-        if not used.issubset(ALLOWED_ATTRIBUTE_NAMES):
-            return f"attribute {min(used - ALLOWED_ATTRIBUTE_NAMES)!r}"
-    return None
+        reason = _why_not_pure_slowly(code)
+        if reason is not None:
+            return reason
+    else:
+        mask = ops.translate(_ATTRIBUTE_MASK)
+        if 1 in mask:
+            used = set(map(names.__getitem__, set(compress(raw[1::2], mask))))
+            if not used.issubset(ALLOWED_ATTRIBUTE_NAMES):
+                return f"attribute {min(used - ALLOWED_ATTRIBUTE_NAMES)!r}"
+    private = _private_name(names)  # attributes never start with "_": a global or module variable
+    return None if private is None else f"name {private!r}"
+
+
+def _private_name(names: tuple[str, ...]) -> str | None:
+    """A name starting with "_" other than `_` itself: the restricted policy refuses those (RestrictedPython
+    rejects them at compile time), so a warm program may not use one either, or its verdict would
+    depend on its tier."""
+    if "\0_" not in "\0" + "\0".join(names):
+        return None
+    return next((name for name in names if name[:1] == "_" and name != "_"), None)
 
 
 def _first_refused_name(names: Iterable[str]) -> str:

@@ -18,6 +18,7 @@ types and bounded as a whole, and never leaves as an object.
 from __future__ import annotations
 
 import builtins
+import contextvars
 import gc
 import itertools
 import math
@@ -33,7 +34,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from potrun.policies import PolicySpec
-from potrun.policies.pure import pure_globals, why_not_pure
+from potrun.policies.pure import end_program, pure_globals, unproven, why_not_pure
 from potrun.policies.restricted import (
     FILENAME,
     PROGRAM_MODULE,
@@ -188,7 +189,10 @@ class Runner:
 
     def run(self, request: RunRequest) -> tuple[dict[str, Any] | None, bool]:
         """Run one program; return its result and whether this runner must be replaced. A warm runner
-        returns no result (None) for a program it may not run: the worker forks it."""
+        returns no result (None) for a program it may not run, and the worker forks it: one the
+        verifier does not prove pure, one that reached at run time what its proof had not covered
+        (`unproven`), and one that ran out of memory (the warm runner's heap has a history a fork's has
+        not: the verdict must be a fresh process's)."""
         if self.warm:
             try:
                 if self._compile(request.source)[2] is not None:
@@ -209,9 +213,17 @@ class Runner:
         sys.stdout, sys.stderr = sink.stdout, sink.stderr  # type: ignore[assignment]
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
-            result, recycle = self._execute(request, sink)
+            if self.warm:
+                # In a copy of the runner's context: numpy's error state and print options and decimal's
+                # context are context variables, and a library call that fails to restore one leaves it
+                # there, to die with the program.
+                result, recycle = contextvars.copy_context().run(self._execute, request, sink)
+            else:
+                result, recycle = self._execute(request, sink)
         finally:
             sys.stdout, sys.stderr = saved
+        if self.warm and (unproven() is not None or result["status"] == "memory_limit"):
+            return None, result["status"] == "memory_limit"
         result["id"] = request.id
         result["isolation"] = "warm" if self.warm else "fork"
         result["wall_s"] = time.perf_counter() - wall0
@@ -242,6 +254,7 @@ class Runner:
         guards = self.guards
         if guards is not None:
             guards.begin()
+        namespace: dict[str, Any] = {}
         try:
             code, transformed, _ = self._compile(request.source)
             namespace = self._namespace(sink, transformed)
@@ -263,6 +276,9 @@ class Runner:
                     "error": "the program ran out of its memory limit"}, True  # fmt: skip
         except BaseException as exc:  # the program's own failure, whatever it raised
             result = _error_result(exc)
+        finally:
+            if self.warm:  # all it made is freed now, inside its own time: nothing of it is left
+                end_program(namespace)
         if sink.exceeded:
             return _output_limit_result(sink), True
         if guards is not None and guards.violations:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from potrun.policies import get_policy
+from potrun.policies.pure import prepare_proxies
 from potrun.sandbox import isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.protocol import (
     EXIT,
@@ -315,6 +316,7 @@ class Worker:
             if self.warm is None or (self.warm.key != key and not inflight):
                 self._stop_warm()
                 self._import(NUMPY)
+                prepare_proxies()  # the pure modules, imported here, outside any program's limits
                 self.warm = self._spawn(pending[0].message, key)
             elif self.warm.key != key:
                 break

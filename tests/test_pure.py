@@ -88,7 +88,9 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("genexpr", "ans = sum(x for x in range(10) if x % 2)", PURE),
     ("yield-from", "def inner():\n    yield 1\n    yield 2\ndef outer():\n    yield from inner()\n"
      "ans = list(outer())", PURE),
-    ("underscore-names", "_x = 2\nfor _ in range(3):\n    _x += 1\nans = _x", PURE),
+    ("underscore-names", "_x = 2\nfor _ in range(3):\n    _x += 1\nans = _x", "name '_x'"),
+    ("single-underscore-loop", "total = 0\nfor _ in range(3):\n    total += 1\nans = total", PURE),
+    ("underscore-local", "def solution():\n    _y = 2\n    return _y", "name '_y'"),
     ("try-except", "try:\n    ans = 1 / 0\nexcept ZeroDivisionError as e:\n    ans = len(e.args)", PURE),
     ("try-finally", "try:\n    ans = 1\nfinally:\n    ans += 1", PURE),
     ("raise-assert", "assert 1 + 1 == 2, 'math'\ntry:\n    raise ValueError('x')\nexcept ValueError:\n    ans = 1",
