@@ -26,31 +26,20 @@ ALLOWED_MODULES: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-# Attributes refused on any object of an allowed module (read, from-import or getattr): they open
-# files, load pickles, reach C pointers or evaluate strings.
+# Attribute names refused on *values* (instances and classes) whose class comes from these packages,
+# on top of DENIED_NAMES and every name that starts with an underscore. What a program may read from a
+# *module* is an allowlist instead (`members.MEMBERS`). numpy: raw memory (`ctypes`, `data` is a
+# memoryview, `base` the buffer's owner) and files (`tofile`, `dump`, `dumps` pickle).
 DENIED_ATTRIBUTES: dict[str, frozenset[str]] = {
-    "numpy": frozenset(
-        {
-            "load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile",
-            "tofile", "memmap", "fromregex", "DataSource", "ctypeslib", "ctypes", "dump", "dumps",
-            "lib", "testing", "f2py", "distutils", "rec", "char", "core", "lookfor", "info",
-        }
-    ),
-    "sympy": frozenset(
-        {"sympify", "S", "parse_expr", "lambdify", "init_printing", "preview", "plot", "var",
-         "symbols_from_string", "srepr", "utilities", "parsing", "printing", "external", "interactive"}
-    ),
-    "operator": frozenset({"attrgetter", "methodcaller"}),  # both take dunder names as strings
-    "functools": frozenset({"singledispatch", "singledispatchmethod"}),  # eval() string annotations
-    "string": frozenset({"Formatter"}),  # format fields reach attributes
-}  # fmt: skip
+    "numpy": frozenset({"ctypes", "data", "base", "tofile", "dump", "dumps"}),
+}
 
 # Attribute names refused everywhere: they lead to frames, code objects and globals.
 DENIED_NAMES: frozenset[str] = frozenset(
     {
         "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin",
         "ag_frame", "ag_code", "ag_await", "f_back", "f_builtins", "f_code", "f_globals", "f_locals",
-        "f_trace", "tb_frame", "tb_next", "co_code", "func_globals", "mro", "format_map",
+        "f_trace", "tb_frame", "tb_next", "co_code", "func_globals", "mro", "format_map", "f_generator",
     }
 )  # fmt: skip
 

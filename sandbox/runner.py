@@ -27,9 +27,7 @@ from potrun.policies.restricted import (
     PROGRAM_MODULE,
     Guards,
     PolicyViolation,
-    compile_checked_program,
     compile_restricted_program,
-    suspicious_names,
 )
 from potrun.sandbox import isolation, values
 
@@ -111,7 +109,6 @@ class Runner:
         self._compiled: OrderedDict[str, tuple[types.CodeType, bool]] = OrderedDict()
         # A fork's copy keeps the one program compiled ahead for it; the worker keeps no more.
         self._cache_size = COMPILE_CACHE_SIZE if warm else 1
-        self._suspicious = suspicious_names(policy.allowed_modules) if policy.restricted else frozenset()
         self._threads = threading.active_count()
         self._current: dict[str, Any] | None = None
         self._sink: OutputSink | None = None
@@ -208,8 +205,7 @@ class Runner:
             if not self.policy.restricted:
                 cached = compile(source, FILENAME, "exec"), False
             else:
-                code = compile_checked_program(source, self._suspicious)
-                cached = (code, False) if code is not None else (compile_restricted_program(source), True)
+                cached = compile_restricted_program(source), True
             self._compiled[source] = cached
             if len(self._compiled) > self._cache_size:
                 self._compiled.popitem(last=False)
