@@ -29,9 +29,11 @@ ALLOWED_MODULES: frozenset[str] = frozenset(
 # Attribute names refused on *values* (instances and classes) whose class comes from these packages,
 # on top of DENIED_NAMES and every name that starts with an underscore. What a program may read from a
 # *module* is an allowlist instead (`members.MEMBERS`). numpy: raw memory (`ctypes`, `data` is a
-# memoryview, `base` the buffer's owner) and files (`tofile`, `dump`, `dumps` pickle).
+# memoryview, `base` the buffer's owner, a bit generator's `cffi` and `capsule` pointers), files
+# (`tofile`, `dump`, `dumps` pickle), and `ndarray.resize`, which with refcheck=False frees memory that
+# views still point to.
 DENIED_ATTRIBUTES: dict[str, frozenset[str]] = {
-    "numpy": frozenset({"ctypes", "data", "base", "tofile", "dump", "dumps"}),
+    "numpy": frozenset({"ctypes", "cffi", "capsule", "data", "base", "tofile", "dump", "dumps", "resize"}),
 }
 
 # Attribute names refused everywhere: they lead to frames, code objects and globals.

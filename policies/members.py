@@ -93,11 +93,12 @@ MEMBERS: dict[str, dict[str, str]] = {
         # get_cache_token, recursive_repr, RLock, GenericAlias.
     },
     "collections": {
-        **_group(_CLASS, "ChainMap Counter OrderedDict UserDict UserList UserString defaultdict deque"),
+        **_group(_CLASS, "ChainMap Counter OrderedDict UserDict UserList defaultdict deque"),
         # namedtuple exec()s a fixed template; the names it puts there are checked identifiers that may
         # not start with an underscore, so a program chooses no code and no dunder through it.
         "namedtuple": "class factory over a fixed template and checked field names",
-        # Not: abc (a module outside the allowlist).
+        # Not: abc (a module outside the allowlist), UserString (its format and format_map call
+        # str.format on its data: '{0.__class__}' fields unchecked).
     },
     "operator": {
         **_group(_PURE, """

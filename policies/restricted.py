@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dis
+import keyword
 import operator
 import string
 import sys
@@ -85,6 +86,13 @@ class _Transformer(RestrictingNodeTransformer):
         else:
             return super().visit_AugAssign(node)
         return ast.copy_location(ast.Expr(call), node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        """`class C(**kw)`: refused, since `kw` could hold the `metaclass` keyword RestrictedPython
+        refuses when it is written out."""
+        if any(keyword.arg is None for keyword in node.keywords):
+            self.error(node, 'Class keyword arguments given as "**" are not allowed.')
+        return super().visit_ClassDef(node)
 
     def _helper(self, name: str, args: list[ast.expr]) -> ast.Call:
         visited = [self.visit(arg) for arg in args]
@@ -155,6 +163,7 @@ class Guards:
     def begin(self) -> None:
         self.violations.clear()
         self.imported.clear()
+        _active[:] = [self]
 
     def new_globals(self, printer_factory: Callable[..., Any]) -> dict[str, Any]:
         return {
@@ -196,6 +205,9 @@ class Guards:
         if _denied_attribute(obj, name):
             raise self.refuse("forbidden_attribute", f"{_owner_name(obj)}.{name} is not allowed")
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if name == "format" and type(value) is types.MethodType and value.__func__.__module__ != PROGRAM_MODULE:
+            # A library's own format method may format with the program's template (UserString's does).
+            raise self.refuse("forbidden_attribute", f"{_owner_name(obj)}.format is not allowed")
         return self.reached(value, f"{_owner_name(obj)}.{name}")
 
     def _member(self, module: types.ModuleType, name: str) -> Any:
@@ -252,9 +264,16 @@ class Guards:
             return _origin_refusal(getattr(value, "__module__", None), "function")
         if kind is types.MethodType:
             return self._reach_refusal(value.__func__)
-        if kind is types.BuiltinFunctionType and isinstance(value.__self__, types.ModuleType):
-            return _origin_refusal(value.__self__.__name__, "function")
-        return None
+        if kind is types.BuiltinFunctionType:
+            owner = value.__self__
+            if isinstance(owner, types.ModuleType):
+                return _origin_refusal(owner.__name__, "function")
+            return None if owner is None else self._reach_refusal(owner)
+        if kind.__name__ in _CYTHON_FUNCTIONS:  # their class is Cython's; the function says its module
+            return _origin_refusal(getattr(value, "__module__", None), "function")
+        # Any other object: its class must come from where a program's classes may come from (no
+        # _thread locks, cffi pointers, importlib's records...).
+        return _origin_refusal(getattr(kind, "__module__", None), f"{kind.__name__} object")
 
     def _module_namespaces(self) -> frozenset[int]:
         """The ids of every loaded module's __dict__ (recomputed when a module was imported)."""
@@ -335,7 +354,7 @@ class Guards:
         module = __import__(name, None, None, fromlist or (), 0)
         self.imported.add(name.partition(".")[0])
         if name.partition(".")[0] == "sympy":
-            _close_sympy_string_parsing(self.refuse)
+            _close_sympy_code_generation()
         if not fromlist:
             return module
         selected = types.ModuleType(module.__name__)
@@ -526,8 +545,13 @@ _DENIED_CLASSES: frozenset[int] = frozenset(
 _ORIGINS: frozenset[str] = frozenset(
     {name.partition(".")[0] for name in ALLOWED_MODULES}
     | {"builtins", PROGRAM_MODULE, "_heapq", "_bisect", "_random", "_decimal", "_pydecimal", "_datetime",
-       "_pydatetime", "_functools", "_collections", "_operator", "_statistics", "_sre", "_string", "mpmath"}
+       "_pydatetime", "_functools", "_collections", "_operator", "_statistics", "_sre", "_string", "mpmath",
+       "gmpy2", "flint"}
 )  # fmt: skip
+
+
+# Cython's function classes live in a module named after the Cython version (_cython_3_2_4).
+_CYTHON_FUNCTIONS = frozenset({"cython_function_or_method", "fused_cython_function"})
 
 
 def _class_refusal(cls: type) -> str | None:
@@ -604,18 +628,117 @@ def _program_line() -> int | None:
     return None
 
 
+# The Guards whose program is running: sympy's patched entry points record their refusals there.
+_active: list[Guards] = []
+
+
+def _refuse_active(rule: str, message: str) -> PolicyViolation:
+    if _active:
+        return _active[0].refuse(rule, message)
+    return PolicyViolation(rule, message, _program_line())
+
+
 _sympy_closed = False
 
 
-def _close_sympy_string_parsing(refuse: Callable[[str, str], PolicyViolation]) -> None:
-    """sympy turns strings into expressions with eval(); in a restricted runner it may not."""
+def _close_sympy_code_generation() -> None:
+    """sympy runs code it makes from strings: parse_expr() eval()s a string (sympify, and every
+    function given a string, reach it), and lambdify() exec()s source printed from an expression, in
+    which a symbol or function name is printed as written (nsolve, Sum.evalf and CRootOf.evalf call
+    it). In a restricted runner parse_expr is refused, and lambdify runs only on expressions made of
+    sympy's own classes whose names are plain identifiers. Both are replaced in every sympy module
+    that holds them, once per process."""
     global _sympy_closed
     if _sympy_closed:
         return
     import sympy.parsing.sympy_parser as parser
+    import sympy.utilities.lambdify  # noqa: F401  (the package attribute of that name is the function)
+
+    lambdify_module = sys.modules["sympy.utilities.lambdify"]
+
+    original_parse_expr = parser.parse_expr
 
     def parse_expr(*args: Any, **kwargs: Any) -> Any:
-        raise refuse("forbidden_call", "sympy parses strings with eval(); not allowed")
+        # A sympy module's own import-time code parses constant strings from its file (simplify()
+        # imports sympy.physics.units, which sympifies its prefixes' names): that string is not the
+        # program's, whoever triggered the import.
+        if _in_module_import():
+            return original_parse_expr(*args, **kwargs)
+        raise _refuse_active("forbidden_call", "sympy parses strings with eval(); not allowed")
 
-    parser.parse_expr = parse_expr
+    original = lambdify_module.lambdify
+
+    def lambdify(args: Any, expr: Any, *rest: Any, **kwargs: Any) -> Any:
+        printer = kwargs.get("printer", rest[1] if len(rest) > 1 else None)
+        if printer is not None and not _from_sympy(printer if isinstance(printer, type) else type(printer)):
+            raise _refuse_active("forbidden_call", "lambdify with a printer that is not sympy's")
+        _check_printed_names(args)
+        _check_printed_names(expr)
+        return original(args, expr, *rest, **kwargs)
+
+    replacements = {id(parser.parse_expr): parse_expr, id(original): lambdify}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "sympy" or name.startswith("sympy.")):
+            continue
+        namespace = vars(module)
+        for attribute, value in list(namespace.items()):
+            replacement = replacements.get(id(value))
+            if replacement is not None:
+                namespace[attribute] = replacement
     _sympy_closed = True
+
+
+def _in_module_import() -> bool:
+    """Is the innermost program frame, if any, below a module's import (so the caller is that module's
+    top-level code)?"""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename == FILENAME:
+            return False
+        if filename.startswith("<frozen importlib._bootstrap") and frame.f_code.co_name == "_call_with_frames_removed":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _from_sympy(cls: type) -> bool:
+    module = getattr(cls, "__module__", None)
+    return isinstance(module, str) and (module == "sympy" or module.startswith("sympy."))
+
+
+def _check_printed_names(item: Any, depth: int = 0) -> None:
+    """Refuse what lambdify would print as code it was not meant to: a node of a class that is not
+    sympy's (a program's subclass may answer `name` differently on each read), or a name (of a
+    symbol, an undefined function, a matrix symbol...) that is not a plain identifier."""
+    from sympy import Basic
+    from sympy.core.function import AppliedUndef
+
+    from sympy.matrices import MatrixBase
+
+    if depth > 50:
+        raise _refuse_active("forbidden_call", "lambdify of a nested structure this deep")
+    if type(item) in (int, float, complex, bool, type(None)):
+        return
+    if type(item) in (list, tuple, set, frozenset) or isinstance(item, MatrixBase):
+        for element in list(item):
+            _check_printed_names(element, depth + 1)
+        return
+    if type(item) is dict:
+        for key, value in item.items():
+            _check_printed_names(key, depth + 1)
+            _check_printed_names(value, depth + 1)
+        return
+    if not isinstance(item, Basic):  # a string is printed as code as it is
+        raise _refuse_active("forbidden_call", f"lambdify of a {type(item).__name__} object")
+    from sympy import preorder_traversal
+
+    for node in preorder_traversal(item):
+        if not _from_sympy(type(node)):
+            raise _refuse_active("forbidden_call", f"lambdify of a {type(node).__name__} object (not sympy's)")
+        names = [getattr(node, "name", None)]
+        if isinstance(node, AppliedUndef):
+            names.append(node.func.__name__)
+        for name in names:
+            if isinstance(name, str) and not (name.isidentifier() and not keyword.iskeyword(name)):
+                raise _refuse_active("forbidden_call", f"lambdify of the name {name!r} (not an identifier)")

@@ -214,6 +214,33 @@ CASES = [
        "ans = 'ESCAPED'"),
     _c("sympy-var-frame-globals", "import sympy\nsympy.var('x')\nans = 'ESCAPED'"),
     _c("sympy-printing-module", "import sympy\nans = sympy.printing\nans = 'ESCAPED'"),
+    # lambdify prints names into the code it exec()s; nsolve calls it on the program's expression
+    _c("sympy-nsolve-symbol-name", "import sympy\nx = sympy.Symbol('x')\n"
+       "evil = sympy.Symbol(\"__import__('os').system('touch MARKER')\")\n"
+       "sympy.nsolve([x - 1 + evil], [x], [1])\nans = 'ESCAPED'"),
+    _c("sympy-nsolve-function-name", "import sympy\nx = sympy.Symbol('x')\n"
+       "evil = sympy.Function(\"__import__('os').system('touch MARKER') or abs\")\n"
+       "sympy.nsolve(evil(x) - 1, x, 1)\nans = 'ESCAPED'"),
+    _c("sympy-nsolve-dummy-name", "import sympy\nx = sympy.Symbol('x')\n"
+       "evil = sympy.Dummy(\"x + __import__('os').system('touch MARKER')\")\n"
+       "sympy.nsolve([x - 1 + evil], [x], [1])\nans = 'ESCAPED'"),
+    _c("sympy-nsolve-stateful-name", "import sympy\nclass S(sympy.Symbol):\n    pass\n"
+       "x = sympy.Symbol('x')\nsympy.nsolve([x - 1 + S('y')], [x], [1])\nans = 'ESCAPED'"),
+    _c("userstring-format", "import collections\n"
+       "ans = collections.UserString('{0.__class__.__mro__}').format(1)\nans = 'ESCAPED'"),
+    _c("class-kwargs-metaclass", "class C(**{'metaclass': print}):\n    pass\nans = 'ESCAPED'"),
+    _c("numpy-resize-no-refcheck", "import numpy as np\na = np.zeros(4)\nb = a[:]\n"
+       "a.resize((1 << 20,), refcheck=False)\nans = 'ESCAPED'"),
+    _c("numpy-view-as-object", "import numpy as np\nb = np.zeros(2, dtype=np.int64).view(object)\nans = 'ESCAPED'",
+       ("error",)),
+    _c("numpy-dtype-set-object", "import numpy as np\na = np.zeros(2, dtype=np.int64)\na.dtype = object\n"
+       "ans = 'ESCAPED'", ("error",)),
+    _c("numpy-getfield-object", "import numpy as np\nb = np.zeros(2, dtype=np.int64).getfield(object, 0)\n"
+       "ans = 'ESCAPED'", ("error",)),
+    _c("numpy-bitgen-ctypes", "import numpy as np\nans = np.random.default_rng().bit_generator.ctypes\nans = 'ESCAPED'"),
+    _c("numpy-bitgen-cffi", "import numpy as np\nans = np.random.default_rng().bit_generator.cffi\nans = 'ESCAPED'"),
+    _c("numpy-bitgen-capsule", "import numpy as np\nans = np.random.default_rng().bit_generator.capsule\nans = 'ESCAPED'"),
+    _c("numpy-bitgen-lock", "import numpy as np\nans = np.random.default_rng().bit_generator.lock\nans = 'ESCAPED'"),
     # ---- what must still run -----------------------------------------------------------------------------
     _c("ok-numpy-isinstance", "import numpy as np\na = np.arange(4)\n"
        "ans = [isinstance(a, np.ndarray), type(a) == np.ndarray, int(a.sum()), a.shape[0]]",
@@ -243,6 +270,9 @@ CASES = [
        "string.Template('$x!').substitute(x='hi'), type(None) is type(None)]",
        ("ok",), [6, ["1", "22"], "hi!", True]),
     _c("ok-allowed-module-in-a-list", "import math, cmath\nans = [m.pi for m in [math, cmath]][0]", ("ok",), math.pi),
+    _c("ok-sympy-nsolve-and-series", "import sympy\nx, n = sympy.symbols('x n')\n"
+       "r = sympy.nsolve(x**2 - 2, x, 1)\ns = sympy.Sum(1 / sympy.factorial(n), (n, 0, sympy.oo)).evalf()\n"
+       "ans = [round(float(r), 6), round(float(s), 6)]", ("ok",), [1.414214, 2.718282]),
     _c("ok-copy-statistics", "import copy, statistics\nans = [copy.deepcopy([[1]]), statistics.mean([1, 2, 3])]",
        ("ok",), [[[1]], 2]),
 ]
