@@ -139,7 +139,10 @@ MEMBERS: dict[str, dict[str, str]] = {
     "copy": {
         # copy/deepcopy use an object's own __reduce_ex__/__deepcopy__: a program class cannot define
         # dunders (RestrictedPython), so only library hooks run, and they return copies, not internals.
-        **_group("copies a value through the library's own hooks", "copy deepcopy"),
+        "copy": "copies a value through the library's own hooks",
+        # Guarded: deepcopy(x, memo) would leave every original it copied (a library object's real
+        # __dict__ included) in the program's memo.
+        "deepcopy": "guarded: copies through the library's hooks, no caller memo",
         **_group(_EXC, "Error error"),
         # Not: dispatch_table (copyreg's table: a program that wrote to it would choose how every
         # later copy is made).

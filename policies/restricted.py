@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import dis
 import keyword
 import operator
@@ -453,11 +454,21 @@ class Guards:
         def methodcaller(name: str, /, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
             return lambda obj: getattr_(obj, name)(*args, **kwargs)
 
+        refuse = self.refuse
+
+        def deepcopy(x: Any, memo: Any = None) -> Any:
+            # deepcopy keeps every original it copied alive in memo[id(memo)]: a memo of the
+            # program's own would hand it a library object's real __dict__.
+            if memo is not None:
+                raise refuse("forbidden_call", "copy.deepcopy with a memo of the program's is not allowed")
+            return copy.deepcopy(x)
+
         return {
             ("operator", "getitem"): getitem,
             ("operator", "itemgetter"): itemgetter,
             ("operator", "attrgetter"): attrgetter,
             ("operator", "methodcaller"): methodcaller,
+            ("copy", "deepcopy"): deepcopy,
             ("numpy", "ndarray"): self._ndarray,
         }
 
@@ -540,12 +551,13 @@ _DENIED_CLASSES: frozenset[int] = frozenset(
     if isinstance(value, type) and name not in ("NoneType", "EllipsisType", "NotImplementedType", "GenericAlias", "UnionType")
 )  # fmt: skip
 
-# Where library functions and classes a program may hold come from: the allowlisted packages, the C
-# helpers behind them, builtins, and the program itself.
+# Where library functions, classes and objects a program may hold come from: the allowlisted packages,
+# the C helpers behind them, sympy's integer backends, builtins, and the program itself. Not mpmath:
+# sympy's Float.num is an mpmath number whose .context.identify() eval()s strings.
 _ORIGINS: frozenset[str] = frozenset(
     {name.partition(".")[0] for name in ALLOWED_MODULES}
     | {"builtins", PROGRAM_MODULE, "_heapq", "_bisect", "_random", "_decimal", "_pydecimal", "_datetime",
-       "_pydatetime", "_functools", "_collections", "_operator", "_statistics", "_sre", "_string", "mpmath",
+       "_pydatetime", "_functools", "_collections", "_operator", "_statistics", "_sre", "_string",
        "gmpy2", "flint"}
 )  # fmt: skip
 

@@ -80,6 +80,8 @@ CASES = [
     _c("sorted-key-attrgetter", "import operator\nans = sorted([1, 2], key=operator.attrgetter('__class__'))\nans = 'ESCAPED'"),
     _c("copy-dispatch-table", "import copy\ncopy.dispatch_table[int] = print\nans = 'ESCAPED'"),
     _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error",)),
+    _c("deepcopy-memo-keeps-originals", "import copy, string\nmemo = {}\n"
+       "copy.deepcopy(string.Template('$x'), memo)\nans = 'ESCAPED'"),
     _c("decimal-default-context", "import decimal\ndecimal.DefaultContext.prec = 3\nans = 'ESCAPED'"),
     _c("builtins-setattr-name", "setattr(1, 'x', 2)\nans = 'ESCAPED'", ("error",)),
     _c("import-builtins", "import builtins\nbuiltins.setattr\nans = 'ESCAPED'"),
@@ -226,6 +228,8 @@ CASES = [
        "sympy.nsolve([x - 1 + evil], [x], [1])\nans = 'ESCAPED'"),
     _c("sympy-nsolve-stateful-name", "import sympy\nclass S(sympy.Symbol):\n    pass\n"
        "x = sympy.Symbol('x')\nsympy.nsolve([x - 1 + S('y')], [x], [1])\nans = 'ESCAPED'"),
+    _c("sympy-mpmath-identify-eval", "import sympy\nctx = sympy.Float(1.5).num.context\n"
+       "ctx.identify(1, [\"__import__('os').system('touch MARKER')\"])\nans = 'ESCAPED'"),
     _c("userstring-format", "import collections\n"
        "ans = collections.UserString('{0.__class__.__mro__}').format(1)\nans = 'ESCAPED'"),
     _c("class-kwargs-metaclass", "class C(**{'metaclass': print}):\n    pass\nans = 'ESCAPED'"),
