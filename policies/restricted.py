@@ -158,7 +158,7 @@ class Guards:
         ) | {id(vars(builtins)), id(self.builtins), id(sys.modules)}
         self._guarded = self._make_guarded()
         self._namespaces: frozenset[int] = frozenset()
-        self._namespaces_for = -1  # len(sys.modules) when _namespaces was computed
+        self._namespaces_for: tuple[int, str | None] = (-1, None)  # sys.modules when _namespaces was made
         self._ndarray_stand_in: type | None = None
 
     def begin(self) -> None:
@@ -270,7 +270,8 @@ class Guards:
             if isinstance(owner, types.ModuleType):
                 return _origin_refusal(owner.__name__, "function")
             return None if owner is None else self._reach_refusal(owner)
-        if kind.__name__ in _CYTHON_FUNCTIONS:  # their class is Cython's; the function says its module
+        if kind.__name__ in _CYTHON_FUNCTIONS and kind.__module__.startswith("_cython_"):
+            # Their class is Cython's own; the function says which module it belongs to.
             return _origin_refusal(getattr(value, "__module__", None), "function")
         # Any other object: its class must come from where a program's classes may come from (no
         # _thread locks, cffi pointers, importlib's records...).
@@ -278,8 +279,11 @@ class Guards:
 
     def _module_namespaces(self) -> frozenset[int]:
         """The ids of every loaded module's __dict__ (recomputed when a module was imported)."""
-        if len(sys.modules) != self._namespaces_for:
-            self._namespaces_for = len(sys.modules)
+        # sys.modules only grows, but a failed import takes its own entry out again: the length and
+        # the newest name together change whenever a module was added.
+        key = (len(sys.modules), next(reversed(sys.modules.keys()), None))
+        if key != self._namespaces_for:
+            self._namespaces_for = key
             self._namespaces = frozenset(id(vars(m)) for m in list(sys.modules.values()) if m is not None)
         return self._namespaces
 
@@ -326,6 +330,8 @@ class Guards:
             raise self.refuse("function_write", "writing to a library function is not allowed")
         if type(obj) is dict and (id(obj) in self._denied_ids or id(obj) in self._module_namespaces()):
             raise self.refuse("module_write", "writing to a module namespace is not allowed")
+        if isinstance(obj, PolicyViolation):  # the record of a refusal, which the program may have caught
+            raise self.refuse("module_write", "changing a policy violation is not allowed")
         return obj
 
     def aug_item(self, obj: Any, key: Any, op: str, value: Any) -> None:

@@ -204,6 +204,8 @@ CASES = [
     _c("nonlocal", "def f():\n    x = 1\n    def g():\n        nonlocal x\n    return g\nans = 'ESCAPED'"),
     _c("module-write", "import math\nmath.pi = 3\nans = 'ESCAPED'"),
     _c("library-class-write", "from fractions import Fraction\nFraction.limit_denominator = 1\nans = 'ESCAPED'"),
+    _c("forge-caught-violation", "import statistics\ntry:\n    statistics.sys\nexcept Exception as e:\n"
+       "    e.rule = 'ok'\n    e.message = 'nothing'\nans = 'ESCAPED'"),
     _c("memoryview-builtin", "m = memoryview(b'ab')\nans = 'ESCAPED'"),
     _c("id-builtin", "ans = id(1)\nans = 'ESCAPED'"),
     # sympy string evaluation
