@@ -43,11 +43,19 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from RestrictedPython import RestrictingNodeTransformer, safe_builtins
-from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
-
-from potrun.policies import ALLOWED_MODULES, DENIED_ATTRIBUTES, DENIED_NAMES, PolicySpec, module_allowed
+from potrun.policies import (
+    ALLOWED_MODULES,
+    DENIED_ATTRIBUTES,
+    DENIED_NAMES,
+    PolicySpec,
+    module_allowed,
+)
 from potrun.policies.members import MEMBERS
+from RestrictedPython import RestrictingNodeTransformer, safe_builtins
+from RestrictedPython.Guards import (
+    guarded_iter_unpack_sequence,
+    guarded_unpack_sequence,
+)
 
 PROGRAM_MODULE = "__potrun_program__"
 _MISSING: Any = object()
@@ -68,7 +76,7 @@ class _Transformer(RestrictingNodeTransformer):
     """RestrictedPython's transformer, plus augmented assignment to items and attributes, and checked
     keyword-argument names."""
 
-    def visit_keyword(self, node: ast.keyword) -> ast.AST:
+    def visit_keyword(self, node: ast.keyword) -> Any:
         """`f(name=v)`: the name follows the rules of every other name (no leading underscore): some
         library calls turn keyword names into attributes (sympy.Function puts them in a class)."""
         self.check_name(node, node.arg)
@@ -88,10 +96,10 @@ class _Transformer(RestrictingNodeTransformer):
             return super().visit_AugAssign(node)
         return ast.copy_location(ast.Expr(call), node)
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
         """`class C(**kw)`: refused, since `kw` could hold the `metaclass` keyword RestrictedPython
         refuses when it is written out."""
-        if any(keyword.arg is None for keyword in node.keywords):
+        if any(item.arg is None for item in node.keywords):
             self.error(node, 'Class keyword arguments given as "**" are not allowed.')
         return super().visit_ClassDef(node)
 
@@ -483,7 +491,9 @@ class Guards:
         calling it (the constructor takes a buffer, an offset and strides) is refused, and so is
         calling any class a program derives from it."""
         if self._ndarray_stand_in is None:
-            real = _real_ndarray()
+            found = _real_ndarray()
+            assert found is not None, "numpy.ndarray is asked for only once numpy is imported"
+            real: type = found
             refuse = self.refuse
 
             class _StandInMeta(type):
@@ -709,7 +719,7 @@ def _close_sympy_code_generation() -> None:
 def _in_module_import() -> bool:
     """Is the innermost program frame, if any, below a module's import (so the caller is that module's
     top-level code)?"""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename == FILENAME:
@@ -731,7 +741,6 @@ def _check_printed_names(item: Any, depth: int = 0) -> None:
     symbol, an undefined function, a matrix symbol...) that is not a plain identifier."""
     from sympy import Basic
     from sympy.core.function import AppliedUndef
-
     from sympy.matrices import MatrixBase
 
     if depth > 50:

@@ -26,11 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from potrun import Sandbox
 from potrun.policies import get_policy
 from potrun.policies.members import MEMBERS
-from potrun.policies.restricted import Guards, PolicyViolation, compile_restricted_program
+from potrun.policies.restricted import (
+    Guards,
+    PolicyViolation,
+    compile_restricted_program,
+)
+
+from potrun import Sandbox
 
 ESCAPED = "ESCAPED"
 PV = ("policy_violation",)
