@@ -5,8 +5,9 @@ that enforces it at compile time and at run time. Policies add to the OS isolati
 never replace it.
 
 - `restricted` (the default for model output): RestrictedPython compile and guards, an import
-  allowlist, no file, process, network, introspection or dunder access, no writes to modules, and
-  numpy's and sympy's own escape hatches closed.
+  allowlist and, per module, an allowlist of the members a program may use (`members.MEMBERS`, each
+  with its reason), no file, process, network, introspection or dunder access, no writes to modules,
+  and numpy's and sympy's own escape hatches closed. How the guards decide is in `restricted`.
 - `trusted` (the default for gold validation): plain Python; every OS-level limit still applies.
 """
 
@@ -87,6 +88,7 @@ __all__ = [
     "DENIED_ATTRIBUTES",
     "DENIED_NAMES",
     "POLICIES",
+    "POLYNOMIAL_SUBMODULES",
     "POLICY_NAMES",
     "PolicySpec",
     "get_policy",

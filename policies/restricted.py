@@ -587,6 +587,8 @@ def _class_refusal(cls: type) -> str | None:
         return f"the metaclass {cls.__name__!r}"
     if id(cls) in _DENIED_CLASSES:
         return f"the class {cls.__name__!r}"
+    if issubclass(cls, PolicyViolation):  # a program's own violations would name any rule and line
+        return "the class of policy violations"
     real = _real_ndarray()
     if real is not None and cls is not real and issubclass(cls, real) and cls.__module__ != PROGRAM_MODULE:
         return f"the ndarray subclass {cls.__name__!r}"

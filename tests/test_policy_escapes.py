@@ -217,6 +217,8 @@ CASES = [
     _c("library-class-write", "from fractions import Fraction\nFraction.limit_denominator = 1\nans = 'ESCAPED'"),
     _c("forge-caught-violation", "import statistics\ntry:\n    statistics.sys\nexcept Exception as e:\n"
        "    e.rule = 'ok'\n    e.message = 'nothing'\nans = 'ESCAPED'"),
+    _c("forge-violation-class", "import statistics\ntry:\n    statistics.sys\nexcept Exception as e:\n"
+       "    V = type(e)\nraise V('ok', [1], [2])"),
     _c("memoryview-builtin", "m = memoryview(b'ab')\nans = 'ESCAPED'"),
     _c("id-builtin", "ans = id(1)\nans = 'ESCAPED'"),
     # sympy string evaluation
