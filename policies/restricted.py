@@ -265,7 +265,7 @@ class Guards:
             return None if module_allowed(value.__name__, self.spec.allowed_modules) else f"the module {value.__name__!r}"
         if kind in _DENIED_KINDS:
             return f"a {kind.__name__} object"
-        if kind is dict and id(value) in self._module_namespaces():
+        if kind is dict and self._is_namespace(value):
             return "a module's namespace"
         if isinstance(value, type):
             return _class_refusal(value)
@@ -284,6 +284,13 @@ class Guards:
         # Any other object: its class must come from where a program's classes may come from (no
         # _thread locks, cffi pointers, importlib's records...).
         return _origin_refusal(getattr(kind, "__module__", None), f"{kind.__name__} object")
+
+    def _is_namespace(self, mapping: dict[Any, Any]) -> bool:
+        """Is this dict a module's __dict__, sys.modules, or a builtins dict? Every module namespace
+        holds "__name__" (set when the module is made), so other dicts cost one lookup."""
+        if id(mapping) in self._denied_ids:
+            return True
+        return "__name__" in mapping and id(mapping) in self._module_namespaces()
 
     def _module_namespaces(self) -> frozenset[int]:
         """The ids of every loaded module's __dict__ (recomputed when a module was imported)."""
@@ -306,7 +313,7 @@ class Guards:
 
     def getiter(self, obj: Any) -> Any:
         """`for x in obj`: never over a module namespace, sys.modules or a builtins dict."""
-        if type(obj) is dict and (id(obj) in self._denied_ids or id(obj) in self._module_namespaces()):
+        if type(obj) is dict and self._is_namespace(obj):
             raise self.refuse("forbidden_attribute", "iterating over a module namespace is not allowed")
         return iter(obj)
 
@@ -336,7 +343,7 @@ class Guards:
             getattr(obj, "__module__", None) != PROGRAM_MODULE
         ):
             raise self.refuse("function_write", "writing to a library function is not allowed")
-        if type(obj) is dict and (id(obj) in self._denied_ids or id(obj) in self._module_namespaces()):
+        if type(obj) is dict and self._is_namespace(obj):
             raise self.refuse("module_write", "writing to a module namespace is not allowed")
         if isinstance(obj, PolicyViolation):  # the record of a refusal, which the program may have caught
             raise self.refuse("module_write", "changing a policy violation is not allowed")
@@ -369,7 +376,7 @@ class Guards:
         module = __import__(name, None, None, fromlist or (), 0)
         self.imported.add(name.partition(".")[0])
         if name.partition(".")[0] == "sympy":
-            _close_sympy_code_generation()
+            close_sympy_code_generation()
         if not fromlist:
             return module
         selected = types.ModuleType(module.__name__)
@@ -671,13 +678,15 @@ def _refuse_active(rule: str, message: str) -> PolicyViolation:
 _sympy_closed = False
 
 
-def _close_sympy_code_generation() -> None:
+def close_sympy_code_generation() -> None:
     """sympy runs code it makes from strings: parse_expr() eval()s a string (sympify, and every
     function given a string, reach it), and lambdify() exec()s source printed from an expression, in
     which a symbol or function name is printed as written (nsolve, Sum.evalf and CRootOf.evalf call
     it). In a restricted runner parse_expr is refused, and lambdify runs only on expressions made of
     sympy's own classes whose names are plain identifiers. Both are replaced in every sympy module
-    that holds them, once per process."""
+    that holds them, once per process (3 ms here): a worker of the restricted policy may call this
+    once it has imported sympy, and its forks inherit it; refusals go to the Guards whose program
+    runs (`begin()`). A process that runs trusted programs must not call it."""
     global _sympy_closed
     if _sympy_closed:
         return
