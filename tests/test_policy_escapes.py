@@ -1,8 +1,8 @@
 """Escape attempts against the restricted policy (issue 13, classes 1-4), each kept as a test.
 
-Every program of `CASES` runs twice: in-process through `compile_restricted_program` and `Guards`
-(fast, and the place to debug a guard), and through the real sandbox with fork isolation on the
-process backend. Its status must be one it lists, and the escape must have failed where it would show:
+Every program of `CASES` runs in-process through `compile_restricted_program` and `Guards` (fast, and
+the place to debug a guard), and through the real sandbox on the process backend, with fork and with
+warm isolation. Its status must be one it lists, and the escape must have failed where it would show:
 the marker file a successful payload writes does not exist, and the value is not "ESCAPED" (what every
 program sets once past the step the policy must stop). Programs that the policy must still run list
 "ok" and the value they must give.
@@ -346,9 +346,11 @@ def test_escape_in_process(case: Case, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------- through the sandbox
 
 
-@pytest.fixture(scope="module")
-def fork_box() -> Iterator[Sandbox]:
-    box = Sandbox(policy="restricted", isolation="fork", workers=1, timeout=10.0, memory_mb=1024)
+@pytest.fixture(scope="module", params=["fork", "warm"])
+def restricted_box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """One worker of the process backend, per isolation tier (the warm one runs the whole corpus in
+    one runner, so an escape that only shows in a later program would show too)."""
+    box = Sandbox(policy="restricted", isolation=request.param, workers=1, timeout=10.0, memory_mb=1024)
     box.start()
     try:
         yield box
@@ -357,9 +359,9 @@ def fork_box() -> Iterator[Sandbox]:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_escape_in_the_sandbox(case: Case, fork_box: Sandbox, tmp_path: Path) -> None:
+def test_escape_in_the_sandbox(case: Case, restricted_box: Sandbox, tmp_path: Path) -> None:
     marker = tmp_path / "marker"
-    result = fork_box.run(_source(case, marker))
+    result = restricted_box.run(_source(case, marker))
     assert result.status.value in case.expect, f"{case.id}: {result.status.value} {result.error!r}"
     assert result.value != ESCAPED and not marker.exists(), f"{case.id}: the escape worked"
     if result.status.value == "ok" and case.value is not None:
