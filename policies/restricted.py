@@ -35,10 +35,12 @@ import ast
 import builtins
 import copy
 import dis
+import io
 import keyword
 import operator
 import string
 import sys
+import tokenize
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -136,7 +138,8 @@ def compile_restricted_program(source: str) -> types.CodeType:
     _Transformer(errors=errors, warnings=[], used_names={}).visit(tree)
     if errors:
         raise _violation_from_message(errors[0])
-    return compile(tree, FILENAME, "exec")
+    # The nodes made for `x[k] op= v` have no position of their own: they take their statement's.
+    return compile(ast.fix_missing_locations(tree), FILENAME, "exec")
 
 
 def _violation_from_message(message: str) -> PolicyViolation:
@@ -701,7 +704,7 @@ def close_sympy_code_generation() -> None:
         # A sympy module's own import-time code parses constant strings from its file (simplify()
         # imports sympy.physics.units, which sympifies its prefixes' names): that string is not the
         # program's, whoever triggered the import.
-        if _in_module_import():
+        if _in_module_import() or (args and _plain_formula(args[0]) and _sympy_transformations(kwargs)):
             return original_parse_expr(*args, **kwargs)
         raise _refuse_active("forbidden_call", "sympy parses strings with eval(); not allowed")
 
@@ -725,6 +728,41 @@ def close_sympy_code_generation() -> None:
             if replacement is not None:
                 namespace[attribute] = replacement
     _sympy_closed = True
+
+
+# Names a string given to sympify may use and still be parsed: functions and constants, so that
+# formulas sympy makes itself (nsimplify turns mpmath.identify's "(sqrt(2)/2)" into an expression) work.
+_FORMULA_NAMES = frozenset({"sqrt", "pi", "E", "I", "exp", "log", "sin", "cos", "tan", "oo"})
+_FORMULA_OPERATORS = frozenset({"+", "-", "*", "/", "**", "(", ")"})
+
+
+def _plain_formula(text: Any) -> bool:
+    """Is `text` a formula of numbers, arithmetic and _FORMULA_NAMES only? (No other name, so no
+    attribute, builtin or dunder: what sympy's eval() then runs is arithmetic on sympy values.)"""
+    if type(text) is not str or len(text) > 1000:
+        return False
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    for token in tokens:
+        if token.type == tokenize.NAME and token.string not in _FORMULA_NAMES:
+            return False
+        if token.type == tokenize.OP and token.string not in _FORMULA_OPERATORS:
+            return False
+        if token.type not in (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.NEWLINE, tokenize.NL,
+                              tokenize.ENDMARKER):  # fmt: skip
+            return False
+    return True
+
+
+def _sympy_transformations(kwargs: dict[str, Any]) -> bool:
+    """Are the token transformations, if any, sympy's own (a caller's could rewrite the tokens after
+    they were checked)?"""
+    transformations = kwargs.get("transformations", ())
+    if isinstance(transformations, str):
+        return transformations == "all"
+    return all(getattr(item, "__module__", None) == "sympy.parsing.sympy_parser" for item in transformations)
 
 
 def _in_module_import() -> bool:

@@ -229,6 +229,9 @@ CASES = [
        "x.subs(x, \"__import__('os').system('touch MARKER')\")\nans = 'ESCAPED'"),
     _c("sympy-simplify-string", "import sympy\nsympy.simplify(\"__import__('os').system('touch MARKER')\")\n"
        "ans = 'ESCAPED'"),
+    _c("sympy-string-with-attribute", "import sympy\nsympy.simplify('pi.func')\nans = 'ESCAPED'"),
+    _c("sympy-string-with-builtin-name", "import sympy\nsympy.simplify('open')\nans = 'ESCAPED'"),
+    _c("sympy-string-lambda", "import sympy\nsympy.simplify('(lambda: 1)()')\nans = 'ESCAPED'"),
     _c("sympy-var-frame-globals", "import sympy\nsympy.var('x')\nans = 'ESCAPED'"),
     _c("sympy-printing-module", "import sympy\nans = sympy.printing\nans = 'ESCAPED'"),
     # lambdify prints names into the code it exec()s; nsolve calls it on the program's expression
@@ -292,6 +295,11 @@ CASES = [
     _c("ok-sympy-nsolve-and-series", "import sympy\nx, n = sympy.symbols('x n')\n"
        "r = sympy.nsolve(x**2 - 2, x, 1)\ns = sympy.Sum(1 / sympy.factorial(n), (n, 0, sympy.oo)).evalf()\n"
        "ans = [round(float(r), 6), round(float(s), 6)]", ("ok",), [1.414214, 2.718282]),
+    _c("ok-sympy-plain-formula-string", "import sympy\nans = [str(sympy.nsimplify(0.7071067811865476)), "
+       "str(sympy.simplify('2*sqrt(2)/4'))]", ("ok",), ["sqrt(2)/2", "sqrt(2)/2"]),
+    _c("ok-augmented-item-and-attribute", "x = [1, 2]\nx[0] += 1\nx[1:] += [5]\nd = {'a': 1}\nd['a'] *= 3\n"
+       "class A:\n    def __init__(self):\n        self.v = 1\na = A()\na.v += 2\nans = [x, d['a'], a.v]",
+       ("ok",), [[2, 2, 5], 3, 3]),
     _c("ok-copy-statistics", "import copy, statistics\nans = [copy.deepcopy([[1]]), statistics.mean([1, 2, 3])]",
        ("ok",), [[[1]], 2]),
 ]
@@ -465,3 +473,52 @@ def test_no_member_is_a_refused_kind(guards: Guards) -> None:
                 continue
             guards.reached(value, f"{module_name}.{name}")  # raises when refused
     assert not guards.violations
+
+
+# ------------------------------------------------------- real library programs: restricted == plain
+# What math programs do with the allowed modules; the member allowlists must not refuse any of it.
+
+LIBRARY_PROGRAMS = [
+    "import math\nans = [math.comb(10, 3), math.gcd(12, 18), round(math.log(8, 2), 9), math.isqrt(99), math.factorial(6)]",
+    "import itertools\nans = [len(list(itertools.permutations(range(4), 2))), list(itertools.accumulate([1, 2, 3]))]",
+    "from collections import Counter, defaultdict, deque\nc = Counter('mississippi')\nd = defaultdict(int)\n"
+    "d['a'] += 2\nq = deque([1, 2])\nq.appendleft(0)\nans = [c.most_common(1), dict(d), list(q)]",
+    "from fractions import Fraction\nans = str(sum(Fraction(1, n) for n in range(1, 5)))",
+    "import datetime\nd = datetime.date(2024, 2, 28) + datetime.timedelta(days=2)\n"
+    "ans = [d.isoformat(), datetime.datetime(2020, 1, 1, 12).strftime('%H:%M'), d.weekday()]",
+    "from decimal import Decimal, ROUND_HALF_UP\nans = str(Decimal('2.675').quantize(Decimal('0.01'), rounding=ROUND_HALF_UP))",
+    "import heapq, bisect\nh = [5, 1, 4]\nheapq.heapify(h)\nans = [heapq.nlargest(2, h), bisect.bisect_left([1, 3, 5], 4)]",
+    "import functools, operator\nans = functools.reduce(operator.mul, range(1, 6), 1)",
+    "import random\nrandom.seed(7)\nans = [random.randint(1, 100) for _ in range(3)]",
+    "import string, calendar, re, statistics\nans = [string.ascii_lowercase.index('k'), calendar.monthrange(2024, 2)[1], "
+    "re.sub(r'\\s+', ' ', 'a   b'), statistics.median([3, 1, 2]), calendar.isleap(2000)]",
+    "import numpy as np\na = np.array([[1.0, 2.0], [3.0, 4.0]])\nb = np.linalg.solve(a, np.array([5.0, 6.0]))\n"
+    "ans = [np.round(b, 6).tolist(), float(np.mean(a)), a.T.tolist(), int(a.argmax()), np.cumsum([1, 2, 3]).tolist()]",
+    "import numpy as np\nv, c = np.unique(np.array([3, 1, 3, 2]), return_counts=True)\nx = np.arange(6).reshape(2, 3)\n"
+    "ans = [v.tolist(), c.tolist(), np.where(x > 2, 1, 0).tolist(), float(np.percentile([1, 2, 3, 4], 50)), "
+    "x.astype(float).sum(axis=0).tolist(), np.zeros((2, 2)).shape]",
+    "import numpy as np\nans = [float(np.std([1, 2, 3, 4])), float(np.dot([1, 2], [3, 4])), np.polyfit([0, 1, 2], [1, 3, 5], 1).round(6).tolist()]",
+    "import sympy as sp\nx, y = sp.symbols('x y')\nsol = sp.solve([x + y - 10, x - y - 2], [x, y])\n"
+    "ans = [str(sol[x]), str(sol[y]), str(sp.factorint(360)), sp.isprime(97), str(sp.simplify((x**2 - 1) / (x - 1)))]",
+    "import sympy\nx = sympy.Symbol('x')\nM = sympy.Matrix([[1, 2], [3, 4]])\n"
+    "ans = [str(M.det()), str(sympy.integrate(x**2, (x, 0, 1))), str(sympy.limit(sympy.sin(x) / x, x, 0)), "
+    "str(sympy.N(sympy.pi, 10)), str((x**2 + 2 * x).subs(x, 3)), str(sympy.Poly(x**2 + 3 * x + 2, x).all_coeffs()), "
+    "str(sympy.nsimplify(0.5)), str(sympy.binomial(5, 2)), str(sympy.floor(sympy.Rational(7, 2)))]",
+    "from sympy import symbols, Eq, solve, Rational, sqrt, expand\nx = symbols('x')\n"
+    "ans = [str(solve(Eq(2 * x + 1, 7), x)), str(Rational(3, 4) * 2), str(sqrt(8)), str(expand((x + 2) ** 2))]",
+    "import sympy\nx = sympy.Symbol('x')\nans = [str(sympy.series(sympy.exp(x), x, 0, 3)), str(sympy.diff(x**3, x)), "
+    "str(sympy.Sum(x, (x, 1, 10)).doit()), str(sympy.divisors(12)), str(sympy.gcd(12, 18))]",
+]
+
+
+def _plain(source: str) -> Any:
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(source, "<program>", "exec"), namespace)  # noqa: S102 - the trusted reference run
+    return namespace.get("ans")
+
+
+@pytest.mark.parametrize("source", LIBRARY_PROGRAMS, ids=[f"library-{i}" for i in range(len(LIBRARY_PROGRAMS))])
+def test_library_programs_run_as_in_plain_python(source: str) -> None:
+    status, value = run_in_process(source)
+    assert status == "ok", source
+    assert value == _plain(source)
