@@ -5,8 +5,9 @@ that enforces it at compile time and at run time. Policies add to the OS isolati
 never replace it.
 
 - `restricted` (the default for model output): RestrictedPython compile and guards, an import
-  allowlist, no file, process, network, introspection or dunder access, no writes to modules, and
-  numpy's and sympy's own escape hatches closed.
+  allowlist and, per module, an allowlist of the members a program may use (`members.MEMBERS`, each
+  with its reason), no file, process, network, introspection or dunder access, no writes to modules,
+  and numpy's and sympy's own escape hatches closed. How the guards decide is in `restricted`.
 - `trusted` (the default for gold validation): plain Python; every OS-level limit still applies.
 """
 
@@ -26,31 +27,22 @@ ALLOWED_MODULES: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-# Attributes refused on any object of an allowed module (read, from-import or getattr): they open
-# files, load pickles, reach C pointers or evaluate strings.
+# Attribute names refused on *values* (instances and classes) whose class comes from these packages,
+# on top of DENIED_NAMES and every name that starts with an underscore. What a program may read from a
+# *module* is an allowlist instead (`members.MEMBERS`). numpy: raw memory (`ctypes`, `data` is a
+# memoryview, `base` the buffer's owner, a bit generator's `cffi` and `capsule` pointers), files
+# (`tofile`, `dump`, `dumps` pickle), and `ndarray.resize`, which with refcheck=False frees memory that
+# views still point to.
 DENIED_ATTRIBUTES: dict[str, frozenset[str]] = {
-    "numpy": frozenset(
-        {
-            "load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile",
-            "tofile", "memmap", "fromregex", "DataSource", "ctypeslib", "ctypes", "dump", "dumps",
-            "lib", "testing", "f2py", "distutils", "rec", "char", "core", "lookfor", "info",
-        }
-    ),
-    "sympy": frozenset(
-        {"sympify", "S", "parse_expr", "lambdify", "init_printing", "preview", "plot", "var",
-         "symbols_from_string", "srepr", "utilities", "parsing", "printing", "external", "interactive"}
-    ),
-    "operator": frozenset({"attrgetter", "methodcaller"}),  # both take dunder names as strings
-    "functools": frozenset({"singledispatch", "singledispatchmethod"}),  # eval() string annotations
-    "string": frozenset({"Formatter"}),  # format fields reach attributes
-}  # fmt: skip
+    "numpy": frozenset({"ctypes", "cffi", "capsule", "data", "base", "tofile", "dump", "dumps", "resize"}),
+}
 
 # Attribute names refused everywhere: they lead to frames, code objects and globals.
 DENIED_NAMES: frozenset[str] = frozenset(
     {
         "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin",
         "ag_frame", "ag_code", "ag_await", "f_back", "f_builtins", "f_code", "f_globals", "f_locals",
-        "f_trace", "tb_frame", "tb_next", "co_code", "func_globals", "mro", "format_map",
+        "f_trace", "tb_frame", "tb_next", "co_code", "func_globals", "mro", "format_map", "f_generator",
     }
 )  # fmt: skip
 
@@ -79,9 +71,16 @@ def get_policy(name: str) -> PolicySpec:
         raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICY_NAMES)}") from None
 
 
+# numpy.polynomial's modules for each basis (numpy.polynomial.polynomial holds polyval, polyfit, ...).
+POLYNOMIAL_SUBMODULES: frozenset[str] = frozenset(
+    f"numpy.polynomial.{name}" for name in ("polynomial", "chebyshev", "legendre", "hermite", "hermite_e", "laguerre")
+)
+
+
 def module_allowed(name: str, allowed: frozenset[str] = ALLOWED_MODULES) -> bool:
-    """A dotted module name is allowed when it, or numpy.polynomial's own submodules, is listed."""
-    return name in allowed or name.startswith("numpy.polynomial.")
+    """A dotted module name is allowed when it is listed, or is one of numpy.polynomial's basis
+    modules (not polyutils, which holds the warnings module, nor its tests)."""
+    return name in allowed or name in POLYNOMIAL_SUBMODULES
 
 
 __all__ = [
@@ -89,6 +88,7 @@ __all__ = [
     "DENIED_ATTRIBUTES",
     "DENIED_NAMES",
     "POLICIES",
+    "POLYNOMIAL_SUBMODULES",
     "POLICY_NAMES",
     "PolicySpec",
     "get_policy",

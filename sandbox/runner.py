@@ -267,23 +267,27 @@ class Runner:
         except SyntaxError as exc:
             return {"status": "syntax_error", "error_type": _type_name(exc),
                     "error": _bounded(exc.msg), "line": exc.lineno}, False  # fmt: skip
-        except PolicyViolation as exc:
-            return _violation_result(exc), False
+        except PolicyViolation as exc:  # a compile-time refusal; a run-time one is among the guards'
+            result, recycle = _violation_result(exc), False
         except OutputLimitExceeded:
-            return _output_limit_result(sink), True
+            result, recycle = _output_limit_result(sink), True
         except MemoryError:
-            return {"status": "memory_limit", "error_type": "MemoryError",
-                    "error": "the program ran out of its memory limit"}, True  # fmt: skip
+            result, recycle = {"status": "memory_limit", "error_type": "MemoryError",
+                               "error": "the program ran out of its memory limit"}, True  # fmt: skip
         except BaseException as exc:  # the program's own failure, whatever it raised
-            result = _error_result(exc)
+            result, recycle = _error_result(exc), False
+        else:
+            recycle = False
         finally:
             if self.warm:  # all it made is freed now, inside its own time: nothing of it is left
                 end_program(namespace)
+        # A refusal recorded by the guards decides, whatever the program did next (caught it, ran out of
+        # memory or output): only the guards' record is trusted, never an exception the program raised.
+        if guards is not None and guards.violations:
+            return _violation_result(guards.violations[0]), recycle
         if sink.exceeded:
             return _output_limit_result(sink), True
-        if guards is not None and guards.violations:
-            return _violation_result(guards.violations[0]), False
-        return result, False
+        return result, recycle
 
     def _compile(self, source: str) -> tuple[types.CodeType, bool, str | None]:
         """The code object, whether it went through RestrictedPython's transform, and why the warm tier
