@@ -532,7 +532,7 @@ class Worker:
 
     def _import(self, names: tuple[str, ...]) -> None:
         """Import modules of PRELOAD_ON_DEMAND, so that the next runners have them already. The fork
-        runners are made again, since the restricted policy's fast path depends on what is imported."""
+        runners are made again, so that their guards start from what is imported now."""
         missing = [name for name in names if name not in sys.modules]
         for name in missing:
             importlib.import_module(name)
