@@ -318,5 +318,6 @@ MEMBERS["sympy"] = {
         divisors divisor_count totient primefactors mod_inverse integer_nthroot perfect_power
         multinomial_coefficients binomial_coefficients discrete_log n_order primitive_root
         legendre_symbol jacobi_symbol sieve"""),
+    **_group("a random prime in a range, from sympy's own generator (seeded per program)", "randprime"),
     **_group("renders an expression as text", "latex pretty pprint sstr"),
 }

@@ -208,9 +208,8 @@ PURE_MODULES: dict[str, dict[str, str]] = {
                 "multimode pstdev pvariance stdev variance quantiles correlation covariance linear_regression",
                 "computes from its data (Decimal inputs, which touch the decimal context, are unreachable)"),
         "StatisticsError": "exception class to catch",
-        **_each("Counter Fraction bisect_left bisect_right defaultdict erf exp fabs fsum groupby hypot log mul "
-                "reduce repeat sqrt tau", "the pure function or class statistics re-exports from math, "
-                "fractions, bisect, collections, itertools, functools or operator"),
+        # (Not what statistics re-exports from math, fractions, bisect...: the restricted policy refuses
+        # those names there, so a program that reads one is unproven and takes the fork tier.)
     },
     "itertools": _each(
         "accumulate chain combinations combinations_with_replacement compress count cycle dropwhile "
@@ -314,6 +313,8 @@ _ALLOWED_OPS: Final = bytes(_OPCODE_NUMBERS[name] for name in ALLOWED_OPCODES if
 _EXTENDED_ARG: Final = _OPCODE_NUMBERS["EXTENDED_ARG"]
 _IMPORT_NAME: Final = _OPCODE_NUMBERS["IMPORT_NAME"]
 _LOAD_CONST: Final = _OPCODE_NUMBERS["LOAD_CONST"]
+_STORE_DEREF: Final = _OPCODE_NUMBERS["STORE_DEREF"]
+_DELETE_DEREF: Final = _OPCODE_NUMBERS["DELETE_DEREF"]
 _LOAD_NAME: Final = _OPCODE_NUMBERS["LOAD_NAME"]
 _LOAD_GLOBAL: Final = _OPCODE_NUMBERS["LOAD_GLOBAL"]
 _LOAD_ATTR: Final = _OPCODE_NUMBERS["LOAD_ATTR"]
@@ -364,6 +365,8 @@ def _why_not_pure_one(code: types.CodeType) -> str | None:
     flags = code.co_flags
     if flags & _ASYNC_FLAGS:
         return "async code"
+    if code.co_freevars and (_STORE_DEREF in ops or _DELETE_DEREF in ops):
+        return "nonlocal"  # the restricted policy refuses `nonlocal`: so does the warm tier
     if flags & _GENERATOR_FLAG and code.co_exceptiontable:
         return f"try block in generator {code.co_name!r}"
     local = _private_name(code.co_varnames + code.co_cellvars + code.co_freevars)
