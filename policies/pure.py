@@ -354,6 +354,15 @@ def why_not_pure(code: types.CodeType) -> str | None:
     return None
 
 
+def why_not_pure_program(source: str, code: types.CodeType) -> str | None:
+    """`why_not_pure` of the program's code, and what its bytecode cannot show: a `nonlocal`
+    declaration that no store follows leaves no instruction, and the restricted policy refuses it (the
+    word anywhere in the source sends the program to the fork tier: a refusal only costs speed)."""
+    if "nonlocal" in source:
+        return "nonlocal"
+    return why_not_pure(code)
+
+
 def _why_not_pure_one(code: types.CodeType) -> str | None:
     """The checks of one code object, nested ones aside. C-level operations on the bytecode: opcodes are
     the even bytes, arguments the odd ones, so set and translate operations replace a Python loop."""
@@ -642,6 +651,7 @@ def end_program(namespace: dict[str, object]) -> None:
 
 
 __all__ = [
+    "why_not_pure_program",
     "ALLOWED_ATTRIBUTE_NAMES",
     "ALLOWED_OPCODES",
     "PURE_ATTRIBUTES",

@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from potrun.policies import PolicySpec
-from potrun.policies.pure import end_program, pure_globals, unproven, why_not_pure
+from potrun.policies.pure import end_program, pure_globals, unproven, why_not_pure_program
 from potrun.policies.restricted import (
     FILENAME,
     PROGRAM_MODULE,
@@ -297,7 +297,7 @@ class Runner:
         if cached is None:
             if self.warm:
                 code = compile(source, FILENAME, "exec")
-                cached = code, False, why_not_pure(code)
+                cached = code, False, why_not_pure_program(source, code)
             elif self.guards is None:
                 cached = compile(source, FILENAME, "exec"), False, None
             else:
