@@ -15,7 +15,7 @@ import select
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from potrun.sandbox.protocol import (
@@ -199,7 +199,7 @@ class Pool:
         if not slot.inflight:
             slot.progress = time.monotonic()
         slot.inflight.append(job)
-        slot.outbox += encode_request(replace(job.request, id=job.index))
+        slot.outbox += encode_request(job.request, job.index)
 
     def _step(self, done: dict[int, tuple[ExecResult | None, int]], retry: deque[Job]) -> None:
         """One wait for I/O: send what is queued, take what arrived, replace lost workers."""

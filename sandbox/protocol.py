@@ -93,12 +93,16 @@ def frame(body: bytes) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def encode_request(request: RunRequest) -> bytes:
-    """The frame of a run request: its header, then the request as JSON."""
+def encode_request(request: RunRequest, request_id: int | None = None) -> bytes:
+    """The frame of a run request: its header, then the request as JSON (with `request_id` for its id,
+    where given: the pool's index of the job)."""
     limits = request.limits
     kind = RUN_TIERED if request.isolation == "warm" else RUN_FORK
     header = REQUEST_HEADER.pack(kind, limits.timeout_s, limits.memory_mb, limits.max_processes)
-    return frame(header + dumps(request.to_wire()))
+    message = request.to_wire()
+    if request_id is not None:
+        message["id"] = request_id
+    return frame(header + dumps(message))
 
 
 def encode_exit() -> bytes:
@@ -231,49 +235,76 @@ MAX_DEPTH = 10  # of a list value
 def check_result(message: dict[str, Any], *, request_id: int, from_runner: bool,
                  output_bytes: int) -> dict[str, Any]:  # fmt: skip
     """A result message made safe to forward: every field of its exact type and bounded, the id the
-    request's, unknown fields dropped. Raises ProtocolError for anything else."""
-    try:
-        status = _exact(message["status"], str)
-        if status not in (RUNNER_STATUSES if from_runner else STATUSES):
-            raise ProtocolError(f"status {status[:TYPE_LIMIT]!r} is not one a {'runner' if from_runner else 'worker'} "
-                                "may report")  # fmt: skip
-        value = message.get("value")
-        budget = [output_bytes]
-        _check_value(value, 0, budget)
-        checked: dict[str, Any] = {"op": "result", "id": request_id, "status": status, "value": value,
-                                   "value_type": _value_type(value)}  # fmt: skip
-        if value is None and status == "ok":
+    request's, unknown fields dropped. Raises ProtocolError for anything else. (Only the fields present
+    are looked at, each by its own check: this runs in potrun for every result.)"""
+    status = message.get("status")
+    if type(status) is not str or status not in (RUNNER_STATUSES if from_runner else STATUSES):
+        raise ProtocolError(f"status {str(status)[:TYPE_LIMIT]!r} is not one a {'runner' if from_runner else 'worker'} "
+                            "may report")  # fmt: skip
+    value = message.get("value")
+    kind = type(value)
+    if kind is str or kind is list:
+        _check_value(value, 0, [output_bytes])
+    elif value is None:
+        if status == "ok":
             raise ProtocolError("an ok result without a value")
-        entry = _optional(message.get("entry"), str)
-        if entry is not None and entry not in ENTRIES:
-            raise ProtocolError("unknown entry")
-        checked["entry"] = entry
-        for name, limit in (("error_type", TYPE_LIMIT), ("error", TEXT_LIMIT), ("stdout", STREAM_LIMIT),
-                            ("stderr", STREAM_LIMIT)):  # fmt: skip
-            text = _optional(message.get(name), str)
-            checked[name] = text if text is None or len(text) <= limit else text[:limit]
-        checked["line"] = _optional(message.get("line"), int)
-        kind = _optional(message.get("timeout_kind"), str)
-        if kind is not None and kind not in TIMEOUT_KINDS:
-            raise ProtocolError("unknown timeout kind")
-        checked["timeout_kind"] = kind
-        for name in ("wall_s", "cpu_s"):
-            seconds = _number(message.get(name, 0.0))
-            if not (math.isfinite(seconds) and seconds >= 0):
-                raise ProtocolError(f"{name} is not a duration")
-            checked[name] = seconds
-        isolation = _optional(message.get("isolation"), str)
-        if isolation is not None and isolation not in ISOLATIONS:
-            raise ProtocolError("unknown isolation")
-        checked["isolation"] = isolation
-        captured = message.get("captured")
-        if captured is not None:
-            if type(captured) is not list or len(captured) > MAX_CAPTURED or any(type(x) is not float for x in captured):
-                raise ProtocolError("captured must be a list of floats")
-            checked["captured"] = captured
-    except (KeyError, TypeError) as exc:
-        raise ProtocolError(f"invalid result: {exc}") from None
+    elif kind not in _SCALARS:
+        raise ProtocolError(f"a value of type {kind.__name__} is not plain data")
+    checked: dict[str, Any] = {"op": "result", "id": request_id, "status": status}
+    checked.update(_checked_fields(message, value, kind))
     return checked
+
+
+def _checked_fields(message: dict[str, Any], value: Any, kind: type) -> dict[str, Any]:
+    """The fields besides status, by ExecResult's names: the value (already checked) and each other
+    field present, by its own check."""
+    fields: dict[str, Any] = {"value": value, "value_type": _VALUE_TYPES.get(kind)}
+    for name, field_value in message.items():
+        check = _FIELD_CHECKS.get(name)
+        if check is not None and field_value is not None:
+            try:
+                fields[name] = check(field_value)
+            except (TypeError, ProtocolError) as exc:
+                raise ProtocolError(f"invalid {name}: {exc}") from None
+    return fields
+
+
+def _text(limit: int) -> Any:
+    def check(value: Any) -> str:
+        return _exact(value, str)[:limit]
+
+    return check
+
+
+def _member(allowed: frozenset[str]) -> Any:
+    def check(value: Any) -> str:
+        if type(value) is not str or value not in allowed:
+            raise ProtocolError(f"unexpected {str(value)[:TYPE_LIMIT]!r}")
+        return value
+
+    return check
+
+
+def _duration(value: Any) -> float:
+    seconds = _number(value)
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ProtocolError("a time is not a duration")
+    return seconds
+
+
+def _captured(value: Any) -> list[float]:
+    if type(value) is not list or len(value) > MAX_CAPTURED or any(type(x) is not float for x in value):
+        raise ProtocolError("captured must be a list of floats")
+    return value
+
+
+_SCALARS = frozenset({bool, int, float})
+_FIELD_CHECKS: dict[str, Any] = {
+    "entry": _member(ENTRIES), "error_type": _text(TYPE_LIMIT), "error": _text(TEXT_LIMIT),
+    "stdout": _text(STREAM_LIMIT), "stderr": _text(STREAM_LIMIT), "line": lambda value: _exact(value, int),
+    "timeout_kind": _member(TIMEOUT_KINDS), "wall_s": _duration, "cpu_s": _duration,
+    "isolation": _member(frozenset(ISOLATIONS)), "captured": _captured,
+}  # fmt: skip
 
 
 def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: int,
@@ -281,15 +312,13 @@ def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: 
     """The ExecResult in a worker's answer, checked (`check_result`): only plain data arrives here."""
     if message.get("id") != request_id or type(message.get("id")) is not int:
         raise ProtocolError(f"an answer for {str(message.get('id'))[:20]} where {request_id} was due")
-    get = check_result(message, request_id=request_id, from_runner=False, output_bytes=output_bytes).get
-    captured = get("captured")
-    return ExecResult(
-        status=STATUSES[get("status")], value=get("value"), value_type=get("value_type"), entry=get("entry"),
-        error_type=get("error_type"), error=get("error"), line=get("line"), timeout_kind=get("timeout_kind"),
-        stdout=get("stdout") or "", stderr=get("stderr") or "", wall_s=float(get("wall_s")),
-        cpu_s=float(get("cpu_s")), attempts=attempts, isolation=get("isolation"),
-        captured=tuple(captured) if captured is not None else None,
-    )  # fmt: skip
+    fields = check_result(message, request_id=request_id, from_runner=False, output_bytes=output_bytes)
+    del fields["op"], fields["id"]
+    fields["status"] = STATUSES[fields["status"]]
+    captured = fields.get("captured")
+    if captured is not None:
+        fields["captured"] = tuple(captured)
+    return ExecResult(attempts=attempts, **fields)
 
 
 def _exact(value: Any, kind: type) -> Any:

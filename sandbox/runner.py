@@ -53,7 +53,6 @@ ENTRY_VARIABLES = ("ans", "answer", "result")
 COMPILE_CACHE_SIZE = 4096
 PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
 CPU_BACKSTOP = 10  # a warm program's RLIMIT_CPU, in CPU limits, where the wall limit binds first
-GARBAGE_MB = 64  # a warm runner that has grown by more than this collects garbage, and then is replaced
 
 
 class OutputLimitExceeded(BaseException):
@@ -171,8 +170,6 @@ class Runner:
         self._current: RunRequest | None = None
         self._sink: OutputSink | None = None
         self._cpu_backstop: float | None = None  # CPU time at which the backstop strikes; None: exact limit
-        self._children = isolation.ChildList() if warm else None
-        self._memory = ResidentMemory() if warm else None
 
     def prepare(self, source: str) -> None:
         """Compile a program ahead, in the worker, for the fork that will run it: Python code run for
@@ -325,41 +322,10 @@ class Runner:
             os._exit(0)
 
     def _pristine(self) -> bool:
-        """Nothing a program started may outlive it: no thread, no child process (a zombie counts), no
-        memory (a reference cycle keeps what it holds until the collector runs: where the runner has
-        grown by GARBAGE_MB, it collects, and a runner that stays larger is replaced)."""
-        if threading.active_count() != self._threads:
-            return False
-        if self._memory is not None and not self._memory.settled():
-            return False
-        children = self._children.pids() if self._children is not None else None
-        if children is not None:
-            return not children  # one pread, where waitpid raises an exception when all is well
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        return False
-
-
-class ResidentMemory:
-    """A warm runner's resident memory, from /proc through a descriptor kept open (one pread, ~1 us)."""
-
-    def __init__(self) -> None:
-        self._fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-        self._page = os.sysconf("SC_PAGE_SIZE")
-        self.baseline = self.bytes()
-
-    def bytes(self) -> int:
-        return int(os.pread(self._fd, 128, 0).split()[1]) * self._page
-
-    def settled(self) -> bool:
-        """Within GARBAGE_MB of where the runner started, collecting garbage if that is needed."""
-        limit = self.baseline + GARBAGE_MB * 1024 * 1024
-        if self.bytes() <= limit:
-            return True
-        gc.collect()
-        return self.bytes() <= limit
+        """Nothing a program started may outlive it: no thread. (A pure program can start neither a
+        thread nor a process, and `end_program` freed all it made, cycles included: this is the one
+        cheap check kept as a second line.)"""
+        return threading.active_count() == self._threads
 
 
 # -- answers ---------------------------------------------------------------------------------------
