@@ -295,12 +295,17 @@ def pids_cgroup_name(worker_pid: int) -> str:
 
 
 def remove_pids_cgroup(name: str, wait_s: float = 0.0) -> bool:
+    """Remove a worker's pids cgroup (`remove_cgroup`)."""
+    return remove_cgroup(PIDS_CGROUP_ROOT / name, wait_s)
+
+
+def remove_cgroup(path: Path, wait_s: float = 0.0) -> bool:
     """Remove a worker's cgroup once its last process is gone, waiting up to `wait_s` for that (a
     killed worker's runners die with it, a moment later). Returns whether it is gone."""
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            (PIDS_CGROUP_ROOT / name).rmdir()
+            path.rmdir()
             return True
         except FileNotFoundError:
             return True

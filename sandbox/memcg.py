@@ -27,8 +27,9 @@ RLIMIT_AS stays the only limit, as `potrun doctor` says.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
+
+from potrun.sandbox import isolation
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
 V2_ROOT = Path("/sys/fs/cgroup")
@@ -189,19 +190,7 @@ def remove(name: str, wait_s: float = 0.0) -> bool:
     """Remove a worker's memory cgroup once its last process is gone, waiting up to `wait_s` for that
     (a killed worker's runners die with it, a moment later); whether it is gone."""
     found = _own_cgroup()
-    if found is None:
-        return True
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            (found[0] / name).rmdir()
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
+    return True if found is None else isolation.remove_cgroup(found[0] / name, wait_s)
 
 
 def raise_oom_score(pid: int) -> None:
