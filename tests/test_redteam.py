@@ -123,3 +123,22 @@ def test_warm_and_fork_agree(warm: Sandbox, fork: Sandbox, source: str) -> None:
     first, second = warm.run(source), fork.run(source)
     assert (first.isolation, second.isolation) == ("warm", "fork")
     assert (first.status, first.value) == (second.status, second.value)
+
+
+# -- 3. a restricted fork does not escape through sympy's code from strings -----------------------------
+
+MARKER_READ = "open('/tmp/potrun-redteam-marker').read()"
+ESCAPES = [
+    ("simplify-string", f"import sympy\nans = str(sympy.simplify(\"__import__('os').popen('id').read()\"))\n"),
+    ("simplify-globals", "import sympy\nans = str(sympy.simplify(\"Symbol.__init__.__globals__['__builtins__']\"))\n"),
+    ("lambdify-function-name",
+     f"import sympy\nx = sympy.Symbol('x')\nf = sympy.Function(\"{MARKER_READ}\")\nans = str(sympy.nsolve(f(x) - x, x, 1))\n"),
+    ("lambdify-symbol-name",
+     f"import sympy\nx = sympy.Symbol(\"x)+{MARKER_READ}+(x\")\nans = str(sympy.nsolve(x**2 - 2, x, 1))\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "attack"), ESCAPES, ids=[row[0] for row in ESCAPES])
+def test_restricted_sympy_runs_no_program_string(fork: Sandbox, name: str, attack: str) -> None:
+    result = fork.run(attack)
+    assert result.status == "policy_violation", (result.status, result.error)
