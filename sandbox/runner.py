@@ -252,6 +252,11 @@ class Runner:
         if guards is not None:
             guards.begin()
         namespace: dict[str, Any] = {}
+        # The answer and the captured locals are the program's objects too: dropped before end_program,
+        # or a cycle among them (`ans = [...]; ans.append(ans)`) outlives its collection and gc.freeze()
+        # keeps it for good, memory a later program runs out of.
+        value: Any = None
+        capture: Capture | None = None
         try:
             code, transformed, _ = self._compile(request.source)
             namespace = self._namespace(sink, transformed)
@@ -277,6 +282,7 @@ class Runner:
             recycle = False
         finally:
             if self.warm:  # all it made is freed now, inside its own time: nothing of it is left
+                value = capture = None
                 end_program(namespace)
         # A refusal recorded by the guards decides, whatever the program did next (caught it, ran out of
         # memory or output): only the guards' record is trusted, never an exception the program raised.
