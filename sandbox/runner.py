@@ -51,6 +51,7 @@ STREAM_TAIL = 1000  # characters of stdout and of stderr kept with the result
 ENTRY_FUNCTIONS = ("solution", "solver")
 ENTRY_VARIABLES = ("ans", "answer", "result")
 COMPILE_CACHE_SIZE = 4096
+RECURSION_DEPTH = 980  # frames a program may nest (Python's default limit, less what a runner used to take)
 PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
 CPU_BACKSTOP = 10  # a warm program's RLIMIT_CPU, in CPU limits, where the wall limit binds first
 
@@ -170,6 +171,7 @@ class Runner:
         self._current: RunRequest | None = None
         self._sink: OutputSink | None = None
         self._cpu_backstop: float | None = None  # CPU time at which the backstop strikes; None: exact limit
+        self._base_depth: int | None = None  # frames below the program's, measured at its first run
 
     def prepare(self, source: str) -> None:
         """Compile a program ahead, in the worker, for the fork that will run it: Python code run for
@@ -210,13 +212,11 @@ class Runner:
         sys.stdout, sys.stderr = sink.stdout, sink.stderr  # type: ignore[assignment]
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
-            if self.warm:
-                # In a copy of the runner's context: numpy's error state and print options and decimal's
-                # context are context variables, and a library call that fails to restore one leaves it
-                # there, to die with the program.
-                result, recycle = contextvars.copy_context().run(self._execute, request, sink)
-            else:
-                result, recycle = self._execute(request, sink)
+            # In a copy of the runner's context: numpy's error state and print options and decimal's
+            # context are context variables, and a library call that fails to restore one leaves it
+            # there, to die with the program (a fork dies anyway; it takes the same path, so that the
+            # program's stack is the same in either tier).
+            result, recycle = contextvars.copy_context().run(self._execute, request, sink)
         finally:
             sys.stdout, sys.stderr = saved
         if self.warm and (unproven() is not None or result["status"] == "memory_limit"):
@@ -248,6 +248,7 @@ class Runner:
             self._cpu_backstop = used + CPU_BACKSTOP * cpu_s
 
     def _execute(self, request: RunRequest, sink: OutputSink) -> tuple[dict[str, Any], bool]:
+        self._limit_recursion()
         guards = self.guards
         if guards is not None:
             guards.begin()
@@ -291,6 +292,17 @@ class Runner:
         if sink.exceeded:
             return _output_limit_result(sink), True
         return result, recycle
+
+    def _limit_recursion(self) -> None:
+        """The same recursion depth for the program in either tier: RECURSION_DEPTH frames above
+        `_execute`, however deep the runner's own stack is (a warm runner's and a fork's differ)."""
+        if self._base_depth is None:
+            frame, depth = sys._getframe(), 0
+            while frame is not None:
+                frame, depth = frame.f_back, depth + 1
+            self._base_depth = depth
+        if sys.getrecursionlimit() != self._base_depth + RECURSION_DEPTH:
+            sys.setrecursionlimit(self._base_depth + RECURSION_DEPTH)
 
     def _compile(self, source: str) -> tuple[types.CodeType, bool, str | None]:
         """The code object, whether it went through RestrictedPython's transform, and why the warm tier

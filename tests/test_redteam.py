@@ -104,13 +104,12 @@ def test_a_crash_is_the_programs_own(warm: Sandbox, name: str, attack: str) -> N
 
 # -- 2. the same verdict in either tier -----------------------------------------------------------------
 
-# How deep the program may recurse depends on how many frames the runner itself has under it: the warm
-# runner has one more than a fork (985 vs 986 at the time of writing). Not fixed: left for the lead.
+# How deep a program may recurse must not depend on how many frames the runner has under it (the warm
+# runner had one more than a fork: 985 vs 986): a runner sets the limit RECURSION_DEPTH above its own.
 RECURSION_DEPTH = "def f(n):\n    try:\n        return f(n + 1)\n    except RecursionError:\n        return n\nans = f(0)\n"
 
 SAME_VERDICT = [
-    pytest.param(RECURSION_DEPTH, id="recursion-depth",
-                 marks=pytest.mark.xfail(strict=True, reason="warm runner's stack is one frame deeper")),
+    pytest.param(RECURSION_DEPTH, id="recursion-depth"),
     pytest.param("import numpy as np\nans = float(np.array([1.0, 2.0]).sum())\n", id="numpy-sum"),
     pytest.param("import statistics\nans = statistics.mean([1, 2, 4])\n", id="statistics-mean"),
     pytest.param("ans = f'{1/3:.5f}'\n", id="fstring-spec"),
