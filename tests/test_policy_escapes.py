@@ -1,7 +1,7 @@
 """Escape attempts against the restricted policy (issue 13, classes 1-4), each kept as a test.
 
 Every program of `CASES` runs in-process through `compile_restricted_program` and `Guards` (fast, and
-the place to debug a guard), and through the real sandbox on the process backend, with fork and with
+the place to debug a guard), and through the real sandbox on both backends, with fork and with
 warm isolation. Its status must be one it lists, and the escape must have failed where it would show:
 the marker file a successful payload writes does not exist, and the value is not "ESCAPED" (what every
 program sets once past the step the policy must stop). Programs that the policy must still run list
@@ -355,10 +355,10 @@ def test_escape_in_process(case: Case, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module", params=["fork", "warm"])
-def restricted_box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    """One worker of the process backend, per isolation tier (the warm one runs the whole corpus in
-    one runner, so an escape that only shows in a later program would show too)."""
-    box = Sandbox(policy="restricted", isolation=request.param, workers=1, timeout=10.0, memory_mb=1024)
+def restricted_box(request: pytest.FixtureRequest, backend: str) -> Iterator[Sandbox]:
+    """One worker per backend and isolation tier (the warm one runs the whole corpus in one runner, so
+    an escape that only shows in a later program would show too)."""
+    box = Sandbox(backend, policy="restricted", isolation=request.param, workers=1, timeout=10.0, memory_mb=1024)
     box.start()
     try:
         yield box
