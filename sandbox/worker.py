@@ -673,8 +673,10 @@ def _serve_warm(requests: int, results: int) -> None:
                         queue.append(body)
                 continue
             result, recycle = runner.run(request_message(queue.popleft()))
-            if result is None:
-                answers.send(b"", NEEDS_FORK)
+            if result is None:  # for a fork; after a memory verdict, this runner is replaced too
+                answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0))
+                if recycle:
+                    return
                 paused = True
                 continue
             send(result, recycle)

@@ -328,3 +328,15 @@ def test_deep_recursion_is_the_programs_failure(backend: str, policy: str) -> No
     for result in results:
         assert result.status not in (Status.SANDBOX_ERROR, Status.OK), describe(result)
         assert result.attempts == 1, describe(result)
+
+
+def test_a_warm_memory_verdict_is_a_forks(backend: str) -> None:
+    """A pure program that runs out of memory in the warm tier is run again in a fork (a warm heap has a
+    history a fork's has not), and the warm runner is replaced: the programs after it run warm."""
+    programs = ["ans = 1", "x = [0] * (10**9)\nans = len(x)", "ans = 2", "ans = 3"]
+    with Sandbox(backend, policy="restricted", workers=1, timeout=10, memory_mb=400) as box:
+        results = list(box.run_many(programs))
+    assert [(r.status, r.isolation) for r in results] == [
+        (Status.OK, "warm"), (Status.MEMORY_LIMIT, "fork"), (Status.OK, "warm"), (Status.OK, "warm")
+    ], [describe(r) for r in results]
+    assert [r.value for r in results[2:]] == [2, 3]
