@@ -40,7 +40,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from potrun.types import ExecResult, Limits, Status, Value
+from potrun.sandbox.values import VALUE_TYPES
+from potrun.types import ExecResult, Limits, Status
 
 PROTOCOL_VERSION = 3
 _HEADER = struct.Struct(">I")
@@ -225,8 +226,8 @@ RUNNER_STATUSES = frozenset({"ok", "no_answer", "syntax_error", "policy_violatio
 STATUSES = {status.value: status for status in Status}
 ENTRIES = frozenset({"solution", "solver", "ans", "answer", "result", "stdout"})
 TIMEOUT_KINDS = frozenset({"wall", "cpu"})
-TEXT_LIMIT = 500  # characters of an error message, an error type or a rule name
-TYPE_LIMIT = 100
+TEXT_LIMIT = 500  # characters of an error message
+TYPE_LIMIT = 100  # characters of an error type or a rule name (a class may be named with 30 MB)
 STREAM_LIMIT = 1000  # characters of stdout's and stderr's tails
 MAX_CAPTURED = 1000
 MAX_DEPTH = 10  # of a list value
@@ -258,7 +259,7 @@ def check_result(message: dict[str, Any], *, request_id: int, from_runner: bool,
 def _checked_fields(message: dict[str, Any], value: Any, kind: type) -> dict[str, Any]:
     """The fields besides status, by ExecResult's names: the value (already checked) and each other
     field present, by its own check."""
-    fields: dict[str, Any] = {"value": value, "value_type": _VALUE_TYPES.get(kind)}
+    fields: dict[str, Any] = {"value": value, "value_type": VALUE_TYPES.get(kind)}
     for name, field_value in message.items():
         check = _FIELD_CHECKS.get(name)
         if check is not None and field_value is not None:
@@ -327,10 +328,6 @@ def _exact(value: Any, kind: type) -> Any:
     return value
 
 
-def _optional(value: Any, kind: type) -> Any:
-    return None if value is None else _exact(value, kind)
-
-
 def _number(value: Any) -> float:
     if type(value) is not float and type(value) is not int:
         raise TypeError(f"expected a number, got {type(value).__name__}")
@@ -357,9 +354,3 @@ def _check_value(value: Any, depth: int, budget: list[int]) -> None:
     if budget[0] < 0:
         raise ProtocolError("a value larger than the output limit")
 
-
-_VALUE_TYPES: dict[type, str] = {bool: "bool", int: "int", float: "float", str: "str", list: "list"}
-
-
-def _value_type(value: Value) -> str | None:
-    return _VALUE_TYPES.get(type(value))

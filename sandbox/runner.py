@@ -43,11 +43,9 @@ from potrun.policies.restricted import (
     compile_restricted_program,
 )
 from potrun.sandbox import isolation, seeding, values
-from potrun.sandbox.protocol import RunRequest
-
-ERROR_LIMIT = 500  # characters of an error message
-TYPE_LIMIT = 100  # characters of an error type's name (a class may be named with 30 MB)
-STREAM_TAIL = 1000  # characters of stdout and of stderr kept with the result
+# The wire's bounds: an error message, an error type's name, the tail of stdout and of stderr, numbers
+# captured. The runner keeps within them; the worker and potrun check them.
+from potrun.sandbox.protocol import MAX_CAPTURED, STREAM_LIMIT, TEXT_LIMIT, TYPE_LIMIT, RunRequest
 ENTRY_FUNCTIONS = ("solution", "solver")
 ENTRY_VARIABLES = ("ans", "answer", "result")
 COMPILE_CACHE_SIZE = 4096
@@ -102,7 +100,7 @@ class Stream:
     def write(self, text: Any) -> int:
         text = text if type(text) is str else str.__str__(text) if isinstance(text, str) else str(text)
         self.sink.count(len(text))
-        self.tail = (self.tail + text)[-STREAM_TAIL:] if len(text) < STREAM_TAIL else text[-STREAM_TAIL:]
+        self.tail = (self.tail + text)[-STREAM_LIMIT:] if len(text) < STREAM_LIMIT else text[-STREAM_LIMIT:]
         if self._keep_last:
             self._track_lines(text)
         return len(text)
@@ -377,7 +375,6 @@ def _call(function: Callable[[], Any]) -> Any:
 
 # -- captured values (process checklists) ---------------------------------------------------------------
 
-MAX_CAPTURED = 1000  # distinct numbers sent back
 MAX_VISITED = 20_000  # values looked at, inside lists, tuples, dicts and arrays included
 
 
@@ -549,7 +546,7 @@ def _program_line(exc: BaseException) -> int | None:
 
 def _bounded(text: str) -> str:
     text = text if type(text) is str else str.__str__(text)
-    return text if len(text) <= ERROR_LIMIT else text[: ERROR_LIMIT - 3] + "..."
+    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 3] + "..."
 
 
 # -- trusted runners: guard the machinery, not the program --------------------------------------------
