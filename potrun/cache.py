@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -51,47 +52,59 @@ def result_size(result: ExecResult) -> int:
 
 
 class ResultCache:
-    """An LRU of ExecResults by request key, bounded by entries and estimated bytes."""
+    """An LRU of ExecResults by request key, bounded by entries and estimated bytes; safe to share
+    between threads."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._entries: OrderedDict[bytes, tuple[ExecResult, int]] = OrderedDict()
         self.bytes = 0
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, key: bytes) -> ExecResult | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        self._entries.move_to_end(key)
-        return entry[0]
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return entry[0]
 
     def put(self, key: bytes, result: ExecResult) -> None:
-        if result.status is Status.SANDBOX_ERROR or key in self._entries:
+        if result.status is Status.SANDBOX_ERROR:
             return
         size = result_size(result)
         if size > MAX_ENTRY_BYTES:
             return
-        self._entries[key] = (result, size)
-        self.bytes += size
-        while len(self._entries) > self.max_entries or self.bytes > self.max_bytes:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self.bytes -= dropped
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = (result, size)
+            self.bytes += size
+            while len(self._entries) > self.max_entries or self.bytes > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self.bytes -= dropped
 
 
 class CachedSandbox:
     """A Sandbox that runs each distinct request once (see the module docstring).
 
     It has the two methods `check_records` needs (`request`, `run_requests`); everything else is the
-    wrapped sandbox's. Not thread-safe: one stream of requests at a time, like the pool itself."""
+    wrapped sandbox's. Safe to share between threads, as the Sandbox is: each call dedupes its own
+    stream's duplicates in flight, and all share the cache."""
 
     def __init__(self, sandbox: Any, cache: ResultCache | None = None) -> None:
         self.sandbox = sandbox
         self.cache = cache if cache is not None else ResultCache()
-        self.hits = 0
+        self.hits = 0  # programs served without running (cache hits and duplicates of one in flight)
+        self._lock = threading.Lock()
+
+    def _hit(self) -> None:
+        with self._lock:
+            self.hits += 1
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.sandbox, name)
@@ -146,7 +159,7 @@ class CachedSandbox:
             if kind == "none":
                 yield None
             elif kind == "hit":
-                self.hits += 1
+                self._hit()
                 yield item
             elif kind == "run":
                 assert result is not None
@@ -162,5 +175,5 @@ class CachedSandbox:
                 waiting[0] -= 1
                 if waiting[0] == 0:
                     del inflight[item]
-                self.hits += 1
+                self._hit()
                 yield waiting[1]

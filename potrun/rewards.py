@@ -20,11 +20,15 @@ comparator preset). The sandbox is shared and warm across calls: created on firs
 (a forked trainer process gets its own), closed at exit (`close()` to do it sooner), with a dedup cache
 of results that also lives across calls (rollouts repeat programs). `configure(...)` sets its options
 (Sandbox keyword arguments: workers, timeout, memory_mb, policy, ...) before or between calls.
-Calls are serialized by a lock: the reward function is safe to call from several threads.
+The reward functions are safe to call from any number of threads at once (verl's and reward
+servers' thread pools), and their programs are batched into the one pool: per-sample callers from many
+threads get the throughput of one batched caller. `make_reward_function(asynchronous=True)` makes an
+`async def` reward (for trainers whose reward loops await their rewards).
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import threading
@@ -41,7 +45,7 @@ BINARY = {"correct": 1.0, "executed": 0.0, "failed": 0.0}
 SHAPED = {"correct": 1.0, "executed": 0.1, "failed": 0.0}
 DEFAULT_SANDBOX = {"policy": "restricted", "timeout": 5.0}
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards _state: the shared sandbox is made, replaced and closed under it
 _state: dict[str, Any] = {"options": dict(DEFAULT_SANDBOX), "box": None, "pid": None}
 
 
@@ -68,10 +72,11 @@ def _close_locked() -> None:
 
 
 def _shared_sandbox() -> CachedSandbox:
-    if _state["box"] is None or _state["pid"] != os.getpid():
-        sandbox = Sandbox(**_state["options"]).start()
-        _state["box"], _state["pid"] = CachedSandbox(sandbox), os.getpid()
-    return _state["box"]
+    with _lock:
+        if _state["box"] is None or _state["pid"] != os.getpid():
+            sandbox = Sandbox(**_state["options"]).start()
+            _state["box"], _state["pid"] = CachedSandbox(sandbox), os.getpid()
+        return _state["box"]
 
 
 atexit.register(close)
@@ -117,10 +122,7 @@ def score_records(
     options = CheckOptions(code_fields=("output",), gold_fields=("gold",), id_fields=(), mode=mode,
                            presets=(preset,), compare_options=compare_options)  # fmt: skip
     records = [Record(n, {"output": completion_text(c), "gold": g}) for n, (c, g) in enumerate(zip(completions, golds), 1)]
-    if sandbox is not None:
-        return list(check_records(records, sandbox, options))
-    with _lock:
-        return list(check_records(records, _shared_sandbox(), options))
+    return list(check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options))
 
 
 def reward_of(result: RecordResult, points: Mapping[str, float]) -> float:
@@ -131,22 +133,36 @@ def reward_of(result: RecordResult, points: Mapping[str, float]) -> float:
     return float(points["failed"])
 
 
+async def ascore_completions(completions: Sequence[Any], golds: Sequence[Any], **options: Any) -> list[float]:
+    """`score_completions` for asyncio: the event loop goes on while the batch is scored (on a thread
+    of the loop's executor; the sandbox is shared, so concurrent awaits are batched into one pool)."""
+    return await asyncio.to_thread(score_completions, completions, golds, **options)
+
+
 def make_reward_function(
     *, shaped: bool = False, gold_field: str = "answer", mode: str = "pot", preset: str = "default",
-    name: str | None = None, **compare_options: Any,
-) -> Callable[..., list[float]]:  # fmt: skip
+    name: str | None = None, asynchronous: bool = False, **compare_options: Any,
+) -> Callable[..., Any]:  # fmt: skip
     """A reward function with TRL's signature, `reward(completions, **kwargs) -> list[float]`, reading
-    the golds from the dataset column `gold_field`."""
+    the golds from the dataset column `gold_field`; with `asynchronous`, an `async def` of the same
+    signature (awaited, it gives the list)."""
 
-    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    def arguments(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         if gold_field not in kwargs:
             raise UsageError(f"the reward needs the golds: a dataset column {gold_field!r} "
                              f"(columns given: {', '.join(sorted(kwargs)) or 'none'})")  # fmt: skip
-        return score_completions(completions, kwargs[gold_field], shaped=shaped, mode=mode, preset=preset,
-                                 **compare_options)  # fmt: skip
+        return {"completions": completions, "golds": kwargs[gold_field], "shaped": shaped, "mode": mode,
+                "preset": preset, **compare_options}  # fmt: skip
 
-    reward.__name__ = reward.__qualname__ = name or ("shaped_pot_reward" if shaped else "pot_reward")
-    return reward
+    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return score_completions(**arguments(completions, kwargs))
+
+    async def areward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return await ascore_completions(**arguments(completions, kwargs))
+
+    chosen: Callable[..., Any] = areward if asynchronous else reward
+    chosen.__name__ = chosen.__qualname__ = name or ("shaped_pot_reward" if shaped else "pot_reward")
+    return chosen
 
 
 pot_reward = make_reward_function()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import aclosing, closing
 from typing import Any
 
 from potrun.policies import get_policy
-from potrun.sandbox.pool import Backend, Pool, default_workers
+from potrun.sandbox.pool import Arrival, Backend, Pool, default_workers
 from potrun.sandbox.protocol import RunRequest
-from potrun.types import Entry, ExecResult, Isolation, Limits, UsageError
+from potrun.types import Entry, ExecResult, Isolation, Limits, SandboxUnavailable, UsageError
 
 BACKENDS = ("process", "docker")
 
@@ -24,6 +27,10 @@ class Sandbox:
     unable to reach anything shared, runs in a long-lived warm runner; every other program in a fresh
     fork of the pre-imported worker) or "fork" (a fresh fork for every program). Each result says which
     tier ran it (`ExecResult.isolation`).
+
+    One Sandbox may be shared: any number of threads may call `run` / `run_many` at once, and asyncio
+    tasks `arun` / `arun_many`; each call gets its own results, and the calls' programs share the
+    workers' pipelines (many callers of one program each are batched as one caller of many).
     """
 
     def __init__(
@@ -56,23 +63,27 @@ class Sandbox:
         self._pool: Pool | None = None
         self._settings = {"hash_seed": hash_seed, "image": image}
         self._companions: dict[tuple[str, str], Sandbox] = {}
+        self._lock = threading.RLock()  # start, close and companions, from any thread
 
     # -- life cycle ----------------------------------------------------------------------------------------
 
     def start(self) -> Sandbox:
-        if self._pool is None:
-            pool = Pool(self._backend, self.workers)
-            pool.start()
-            self._pool = pool
+        with self._lock:
+            if self._pool is None:
+                pool = Pool(self._backend, self.workers)
+                pool.start()
+                self._pool = pool
         return self
 
     def close(self) -> None:
-        for companion in self._companions.values():
-            companion.close()
-        self._companions.clear()
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        """Stop the workers. A call still running on another thread raises SandboxUnavailable."""
+        with self._lock:
+            for companion in self._companions.values():
+                companion.close()
+            self._companions.clear()
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
 
     def __enter__(self) -> Sandbox:
         return self.start()
@@ -88,19 +99,25 @@ class Sandbox:
     def workers_replaced(self) -> int:
         return self._pool.replaced if self._pool is not None else 0
 
+    @property
+    def completed(self) -> int:
+        """Programs whose results have arrived, for all callers (a progress bar's count)."""
+        return self._pool.completed if self._pool is not None else 0
+
     def companion(self, policy: str = "trusted", isolation: str = "fork", workers: int = 4) -> Sandbox:
         """A second sandbox with this one's backend and limits under another policy (checker golds run
         trusted, in fork isolation, beside restricted model programs); started on first use, reused,
         and closed with this one."""
         key = (policy, isolation)
-        if key not in self._companions:
-            limits = self.limits
-            self._companions[key] = Sandbox(
-                self.backend_name, policy=policy, workers=min(workers, self.workers), timeout=limits.timeout_s,
-                cpu_timeout=limits.cpu_s, memory_mb=limits.memory_mb, output_bytes=limits.output_bytes,
-                isolation=isolation, entry=str(self.entry), **self._settings,
-            )  # fmt: skip
-        return self._companions[key]
+        with self._lock:
+            if key not in self._companions:
+                limits = self.limits
+                self._companions[key] = Sandbox(
+                    self.backend_name, policy=policy, workers=min(workers, self.workers), timeout=limits.timeout_s,
+                    cpu_timeout=limits.cpu_s, memory_mb=limits.memory_mb, output_bytes=limits.output_bytes,
+                    isolation=isolation, entry=str(self.entry), **self._settings,
+                )  # fmt: skip
+            return self._companions[key]
 
     # -- running -----------------------------------------------------------------------------------------
 
@@ -111,7 +128,8 @@ class Sandbox:
                           isolation=str(self.isolation), limits=self.limits, capture=capture)  # fmt: skip
 
     def run(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
-        return next(self.run_many([source], entry=entry, capture=capture))
+        with closing(self.run_many([source], entry=entry, capture=capture)) as results:  # type: ignore[type-var]
+            return next(results)
 
     def run_many(self, sources: Iterable[str], *, entry: str | None = None,
                  capture: bool = False) -> Iterator[ExecResult]:  # fmt: skip
@@ -121,9 +139,52 @@ class Sandbox:
 
     def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
         """Like run_many, for prepared requests; a None request yields None in its place."""
-        pool = self.start()._pool
-        assert pool is not None
-        return pool.run_many(requests)
+        return self._running_pool().run_many(requests)
+
+    # -- running, from asyncio -----------------------------------------------------------------------------
+
+    async def arun(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
+        """`run` for asyncio: the event loop goes on while the program runs."""
+        async with aclosing(self.arun_many([source], entry=entry, capture=capture)) as results:
+            async for result in results:
+                return result
+        raise AssertionError("a stream of one request yields one result")
+
+    async def arun_many(self, sources: Iterable[str], *, entry: str | None = None,
+                        capture: bool = False) -> AsyncIterator[ExecResult]:  # fmt: skip
+        """`run_many` for asyncio: `async for result in box.arun_many(sources)`, in input order."""
+        requests = (self.request(source, entry, capture=capture) for source in sources)
+        async with aclosing(self.arun_requests(requests)) as results:
+            async for result in results:
+                yield result  # type: ignore[misc]
+
+    async def arun_requests(self, requests: Iterable[RunRequest | None]) -> AsyncIterator[ExecResult | None]:
+        """`run_requests` for asyncio. (Starting the pool, on first use, blocks the loop meanwhile:
+        `await asyncio.to_thread(box.start)` first to avoid it.)"""
+        pool = self._running_pool()
+        loop = asyncio.get_running_loop()
+        arrivals: asyncio.Queue[Arrival] = asyncio.Queue()
+
+        def deliver(arrival: Arrival) -> None:  # on the dispatcher's thread
+            loop.call_soon_threadsafe(arrivals.put_nowait, arrival)
+
+        stream = pool.open_stream(deliver)
+        source = iter(requests)
+        try:
+            while not stream.finished:
+                for result in pool.advance(stream, source, arrivals):
+                    yield result
+                if stream.waits():
+                    pool.take(stream, await arrivals.get())
+        finally:
+            pool.close_stream(stream)
+
+    def _running_pool(self) -> Pool:
+        self.start()
+        pool = self._pool
+        if pool is None:
+            raise SandboxUnavailable("the sandbox was closed")
+        return pool
 
 
 def _make_backend(name: str, *, hash_seed: int, image: str | None, limits: Limits, forks: bool) -> Backend:

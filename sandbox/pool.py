@@ -2,21 +2,30 @@
 
 A backend only knows how to start a worker and give back a `WorkerConnection` (two byte streams and a
 way to kill it): a local process (`process.py`) or a long-lived container (`docker.py`). The pool does
-the rest, the same for every backend: it streams requests to the workers, a few ahead so that no worker
-waits for a round trip, yields results in input order, and watches each worker from outside. A worker
-that dies, breaks the protocol or stops answering is killed and replaced; its programs are retried
-once, then reported as `sandbox_error`. The run goes on.
+the rest, the same for every backend. One thread of its own, the dispatcher, owns the workers: it
+sends them requests, a few ahead so that no worker waits for a round trip, takes their answers, and
+watches each worker from outside. A worker that dies, breaks the protocol or stops answering is killed
+and replaced; its programs are retried once, then reported as `sandbox_error`. The run goes on.
+
+Callers never touch a worker. Each call to `run_many` is a `Stream`: its requests are numbered, queued
+for the dispatcher, and its results come back to it alone, put back in input order by the caller's own
+thread. Any number of threads (and asyncio tasks, `Sandbox.arun_many`) may run streams at once; their
+requests share the workers' pipelines, so many callers asking for one program each are batched as one
+caller asking for many would be.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from queue import SimpleQueue
+from typing import TYPE_CHECKING, Any, Protocol
 
 from potrun.sandbox.protocol import (
     PROTOCOL_VERSION,
@@ -30,11 +39,16 @@ from potrun.sandbox.protocol import (
 )
 from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status
 
+if TYPE_CHECKING:
+    import asyncio
+
 PIPELINE_DEPTH = 128  # requests in flight per worker: twice what a warm runner holds (WARM_QUEUE)
-MAX_AHEAD = 20_000  # results held for in-order delivery behind one slow program...
-# ...holding at most about this many bytes of answers: past it, potrun reads only the worker that has
-# the program everyone waits for, and the others wait (back-pressure on the sandbox, not memory here).
+MAX_AHEAD = 20_000  # results a stream holds for in-order delivery behind one slow program...
+# ...all streams holding at most about this many bytes of answers: past it, the dispatcher reads only
+# the workers that have a program some stream waits for, and the others wait (back-pressure on the
+# sandbox, not memory here).
 MAX_AHEAD_BYTES = 16 << 20
+SUBMIT_BATCH = 16  # requests a caller hands over at once: the dispatcher starts on them while it reads on
 WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
 START_TIMEOUT_S = 60.0
 MAX_ATTEMPTS = 2
@@ -57,10 +71,47 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+# What a stream is handed: the results that arrived in one turn of the dispatcher, each (index, result,
+# bytes held), or why no more will come.
+Arrival = list[tuple[int, ExecResult | None, int]] | BaseException
+
+
+class Stream:
+    """One caller's requests: numbered as they are submitted; each result reaches the caller through
+    `deliver` (called from the dispatcher's thread), and the caller's own thread puts them in order.
+
+    The dispatcher reads `next` (the index due: a stream waits for it); `cancelled` and `held` change
+    under the pool's lock."""
+
+    def __init__(self, deliver: Callable[[Arrival], None]) -> None:
+        self.deliver = deliver
+        self.next = 0  # the index of the result due next
+        self.issued = 0  # requests numbered so far
+        self.arrived = 0  # of them, results taken (None requests count at once)
+        self.exhausted = False
+        self.cancelled = False
+        self.held = 0  # bytes of the answers delivered to this stream and not yet taken out in order
+        self.done: dict[int, tuple[ExecResult | None, int]] = {}  # index -> (result, bytes of its answer)
+
+    @property
+    def finished(self) -> bool:
+        return self.exhausted and self.next == self.issued
+
+    @property
+    def outstanding(self) -> int:
+        return self.issued - self.arrived
+
+    def waits(self) -> bool:
+        """Whether the result due is still to come from the dispatcher."""
+        return self.next not in self.done and self.next < self.issued
+
+
 @dataclass(slots=True)
 class Job:
-    index: int
+    stream: Stream
+    index: int  # in its stream
     request: RunRequest
+    wire_id: int  # unique in the pool: the id the worker answers with
     attempts: int = 0
 
 
@@ -89,8 +140,20 @@ class Pool:
         self.size = size
         self.slots: list[Slot] = []
         self.replaced = 0
-        self._held = 0  # bytes of the answers held for in-order delivery
-        self._next = 0  # the index of the result due next
+        self.completed = 0  # programs whose results have arrived, for every stream
+        self._pending: deque[Job] = deque()  # submitted, not yet sent to a worker (callers append)
+        self._streams: set[Stream] = set()
+        self._arrived: dict[Stream, list[tuple[int, ExecResult | None, int]]] = {}  # this turn's results
+        self._lock = threading.Lock()  # guards _streams, _held and _failure
+        self._held = 0  # bytes of answers delivered to streams and not yet taken out in order
+        self._failure: BaseException | None = None  # why the pool runs nothing more
+        self._wire_ids = itertools.count()
+        self._closing = False
+        self._in_select = False  # the dispatcher waits for I/O: a submit must wake it
+        self._woken = False
+        self._wake_read, self._wake_write = -1, -1
+        self._dispatcher: threading.Thread | None = None
+        self._pid = os.getpid()
 
     # -- life cycle ------------------------------------------------------------------------------------
 
@@ -101,10 +164,25 @@ class Pool:
             for slot in self.slots:
                 self._await_hello(slot)
         except BaseException:
-            self.close()  # no worker (or container) outlives a failed start
+            self._stop_workers()  # no worker (or container) outlives a failed start
             raise
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
+        self._dispatcher = threading.Thread(target=self._serve, name="potrun-dispatcher", daemon=True)
+        self._dispatcher.start()
 
     def close(self) -> None:
+        """Stop the dispatcher, then the workers. A stream still running is told the pool closed."""
+        self._closing = True
+        if self._dispatcher is not None:
+            self._wake()
+            self._dispatcher.join()
+            self._dispatcher = None
+            for fd in (self._wake_read, self._wake_write):
+                os.close(fd)
+        self._stop_workers()
+
+    def _stop_workers(self) -> None:
         for slot in self.slots:
             try:
                 slot.conn.write(encode_exit())
@@ -151,88 +229,192 @@ class Pool:
         self._await_hello(fresh)
         self.slots[self.slots.index(slot)] = fresh
 
-    # -- running ---------------------------------------------------------------------------------------
+    # -- the callers' side -----------------------------------------------------------------------------
 
     def run_many(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
         """Run each request; yield one ExecResult per request, in input order.
 
         A None request runs nothing and yields None in its place (a record with nothing to execute
-        keeps its place in the stream). Results that arrive ahead of the one due are held, up to
-        MAX_AHEAD of them and MAX_AHEAD_BYTES of their answers; past that, only the worker running the
-        one due is read."""
-        source = enumerate(requests)
-        exhausted = False
-        retry: deque[Job] = deque()
-        done: dict[int, tuple[ExecResult | None, int]] = {}  # index -> (result, bytes of its answer)
-        self._held = 0
-        self._next = 0
-        issued = 0
-        while True:
-            while retry or (not exhausted and issued - self._next < MAX_AHEAD and self._held < MAX_AHEAD_BYTES):
-                slot = min(self.slots, key=_load)
-                if len(slot.inflight) >= PIPELINE_DEPTH:
-                    break
-                if retry:
-                    self._send(slot, retry.popleft())
-                    continue
-                item = next(source, None)
-                if item is None:
-                    exhausted = True
-                    break
-                issued += 1
-                if item[1] is None:
-                    done[item[0]] = (None, 0)
-                else:
-                    self._send(slot, Job(item[0], item[1]))
-            if any(s.inflight for s in self.slots):
-                self._step(done, retry)
-            elif exhausted and not retry and self._next not in done:
+        keeps its place in the stream). Requests are read lazily, as the stream's window allows: at
+        most a pool's worth in flight, MAX_AHEAD results held behind a slow one."""
+        arrivals: SimpleQueue[Arrival] = SimpleQueue()
+        stream = self.open_stream(arrivals.put)
+        source = iter(requests)
+        try:
+            while not stream.finished:
+                yield from self.advance(stream, source, arrivals)
+                if stream.waits():
+                    self.take(stream, arrivals.get())
+        finally:
+            self.close_stream(stream)
+
+    def open_stream(self, deliver: Callable[[Arrival], None]) -> Stream:
+        if os.getpid() != self._pid:
+            raise SandboxUnavailable("this sandbox was started in another process: start one in this process")
+        stream = Stream(deliver)
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            if self._dispatcher is None or self._closing:
+                raise SandboxUnavailable("the sandbox is not running (closed, or never started)")
+            self._streams.add(stream)
+        return stream
+
+    def close_stream(self, stream: Stream) -> None:
+        """The caller is done with the stream (or gave up on it): what it still holds is let go, and
+        the dispatcher drops its jobs not yet sent and the answers of those still running."""
+        with self._lock:
+            stream.cancelled = True
+            self._streams.discard(stream)
+            self._held -= stream.held
+            stream.held = 0
+        stream.done.clear()
+
+    def feed(self, stream: Stream, source: Iterator[RunRequest | None]) -> None:
+        """Take requests from `source` while the stream's window allows, and hand them over."""
+        room = self.size * PIPELINE_DEPTH
+        if stream.outstanding > room - SUBMIT_BATCH:
+            return  # refill by halves: one hand-over (and one wake-up of the dispatcher) per many results
+        batch: list[Job] = []
+        while not stream.exhausted and stream.issued - stream.next < MAX_AHEAD and stream.outstanding < room:
+            if stream.outstanding and self._held >= MAX_AHEAD_BYTES:
+                break  # answers wait to be taken: no more until they are (one at least is always allowed)
+            request = next(source, _END)
+            if request is _END:
+                stream.exhausted = True
+                break
+            index = stream.issued
+            stream.issued += 1
+            if request is None:
+                stream.done[index] = (None, 0)
+                stream.arrived += 1
+                continue
+            batch.append(Job(stream, index, request, next(self._wire_ids)))  # type: ignore[arg-type]
+            if len(batch) >= SUBMIT_BATCH:
+                self._submit(batch)
+                batch = []
+        if batch:
+            self._submit(batch)
+
+    def advance(self, stream: Stream, source: Iterator[RunRequest | None],
+                arrivals: SimpleQueue[Arrival] | asyncio.Queue[Arrival]) -> list[ExecResult | None]:  # fmt: skip
+        """One turn of a caller's loop without waiting: hand over what the window allows, take what has
+        arrived, and return the results now due, in order. (The caller then waits for an arrival when
+        `stream.waits()`: on a queue, or in an event loop.)"""
+        self.feed(stream, source)
+        while not arrivals.empty():
+            self.take(stream, arrivals.get_nowait())
+        return list(self.ready(stream))
+
+    def take(self, stream: Stream, arrival: Arrival) -> None:
+        if isinstance(arrival, BaseException):
+            raise arrival
+        for index, result, size in arrival:
+            stream.done[index] = (result, size)
+        stream.arrived += len(arrival)
+
+    def ready(self, stream: Stream) -> Iterator[ExecResult | None]:
+        """The results due, in order, as far as they have arrived."""
+        while stream.next in stream.done:
+            result, size = stream.done.pop(stream.next)
+            if size:
+                with self._lock:
+                    self._held -= size
+                    stream.held -= size
+            stream.next += 1
+            yield result
+
+    def _submit(self, jobs: list[Job]) -> None:
+        if self._failure is not None:
+            raise self._failure
+        self._pending.extend(jobs)
+        if self._in_select:
+            self._wake()
+
+    def _wake(self) -> None:
+        if not self._woken:
+            self._woken = True
+            try:
+                os.write(self._wake_write, b"!")
+            except (BlockingIOError, OSError):
+                pass  # a byte is already there, or the pool is closed
+
+    # -- the dispatcher ----------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        """The dispatcher's loop: send what is pending, wait for I/O, take answers, until closed. If the
+        pool itself fails (a worker cannot be replaced), every stream is told why and the pool stops."""
+        try:
+            while not self._closing:
+                self._send_pending()
+                self._step()
+            failure: BaseException = SandboxUnavailable("the sandbox was closed while this call was running")
+        except BaseException as exc:  # noqa: BLE001 - handed to every caller, which raises it
+            failure = exc
+        with self._lock:
+            self._failure = failure
+            streams = list(self._streams)
+        for stream in streams:
+            self._deliver(stream, failure)
+
+    def _send_pending(self) -> None:
+        pending = self._pending
+        while pending:
+            slot = min(self.slots, key=_load)
+            if len(slot.inflight) >= PIPELINE_DEPTH:
                 return
-            while self._next in done:
-                result, size = done.pop(self._next)
-                self._held -= size
-                self._next += 1
-                yield result
+            job = pending.popleft()
+            if not job.stream.cancelled:
+                self._send(slot, job)
 
     def _send(self, slot: Slot, job: Job) -> None:
         job.attempts += 1
         if not slot.inflight:
             slot.progress = time.monotonic()
         slot.inflight.append(job)
-        slot.outbox += encode_request(job.request, job.index)
+        slot.outbox += encode_request(job.request, job.wire_id)
 
-    def _step(self, done: dict[int, tuple[ExecResult | None, int]], retry: deque[Job]) -> None:
+    def _step(self) -> None:
         """One wait for I/O: send what is queued, take what arrived, replace lost workers."""
         busy = [s for s in self.slots if s.inflight]
         now = time.monotonic()
-        if self._held >= MAX_AHEAD_BYTES:  # read only the worker that holds the result due next
-            readable_slots = [s for s in busy if any(job.index == self._next for job in s.inflight)]
+        readable_slots = busy
+        if self._held >= MAX_AHEAD_BYTES:  # read only the workers that hold a result some stream waits for
+            readable_slots = [s for s in busy if any(job.index == job.stream.next for job in s.inflight)]
             for slot in busy:
                 if slot not in readable_slots:
                     slot.progress = now  # it waits for us: no time of its own passes
-        else:
-            readable_slots = busy
         readers = {s.conn.read_fd(): s for s in readable_slots}
         writers = {s.conn.write_fd(): s for s in busy if s.outbox}
-        timeout = max(0.0, min(s.deadline() for s in busy) - now)
-        readable, writable, _ = select.select(list(readers), list(writers), [], timeout)
+        timeout = max(0.0, min(s.deadline() for s in busy) - now) if busy else None
+        self._in_select = True
+        if self._pending and any(len(s.inflight) < PIPELINE_DEPTH for s in self.slots):
+            timeout = 0.0  # submitted while we were busy: send it first
+        readable, writable, _ = select.select([*readers, self._wake_read], list(writers), [], timeout)
+        self._in_select = False
+        if self._wake_read in readable:
+            os.read(self._wake_read, 64)
+            self._woken = False
         for fd in writable:
             slot = writers[fd]
             try:
                 taken = slot.conn.write(bytes(slot.outbox))
                 del slot.outbox[:taken]
             except OSError:
-                self._lose(slot, done, retry, "the worker's input closed")
+                self._lose(slot, "the worker's input closed")
         for fd in readable:
-            slot = readers[fd]
-            if slot in self.slots:
-                self._receive(slot, done, retry)
+            slot = readers.get(fd)  # type: ignore[assignment]
+            if slot is not None and slot in self.slots:
+                self._receive(slot)
         now = time.monotonic()
         for slot in list(self.slots):
             if slot.inflight and now > slot.deadline():
-                self._lose(slot, done, retry, "the worker stopped answering")
+                self._lose(slot, "the worker stopped answering")
+        arrived, self._arrived = self._arrived, {}
+        for stream, results in arrived.items():  # one hand-over per stream and turn: one wake-up of its caller
+            self._deliver(stream, results)
 
-    def _receive(self, slot: Slot, done: dict[int, tuple[ExecResult | None, int]], retry: deque[Job]) -> None:
+    def _receive(self, slot: Slot) -> None:
         """Take a worker's answers. Each is checked against the job due before that job leaves the
         worker's queue: an answer that is not one (another id, a bad field, one too many) is the
         worker's fault, and every job it held is retried elsewhere."""
@@ -241,7 +423,7 @@ class Pool:
         except OSError:
             data = b""
         if not data:
-            self._lose(slot, done, retry, "the worker exited")
+            self._lose(slot, "the worker exited")
             return
         try:
             for body in slot.reader.feed(data):
@@ -249,26 +431,49 @@ class Pool:
                     raise ProtocolError("an answer where none was due")
                 job = slot.inflight[0]
                 message = decode(body)
-                result = result_from_wire(message, request_id=job.index, attempts=job.attempts,
+                result = result_from_wire(message, request_id=job.wire_id, attempts=job.attempts,
                                           output_bytes=job.request.limits.output_bytes)  # fmt: skip
                 slot.inflight.popleft()
-                done[job.index] = (result, len(body))
-                self._held += len(body)
                 slot.progress = time.monotonic()
+                self._finish(job, result, len(body))
         except ProtocolError as exc:
-            self._lose(slot, done, retry, f"the worker broke the protocol ({exc})")
+            self._lose(slot, f"the worker broke the protocol ({exc})")
 
-    def _lose(self, slot: Slot, done: dict[int, tuple[ExecResult | None, int]], retry: deque[Job], why: str) -> None:
-        """Replace a worker; retry its programs once, then report them as sandbox errors."""
+    def _finish(self, job: Job, result: ExecResult, size: int) -> None:
+        self.completed += 1
+        stream = job.stream
+        with self._lock:
+            if stream.cancelled:
+                return
+            self._held += size
+            stream.held += size
+        self._arrived.setdefault(stream, []).append((job.index, result, size))
+
+    def _deliver(self, stream: Stream, arrival: Arrival) -> None:
+        """Hand a stream its arrival. A caller that cannot take it (its event loop closed) has gone:
+        its stream is dropped, and the dispatcher goes on."""
+        try:
+            stream.deliver(arrival)
+        except Exception:  # noqa: BLE001 - the caller's side failed, not the pool
+            stream.cancelled = True
+
+    def _lose(self, slot: Slot, why: str) -> None:
+        """Replace a worker; retry its programs once (first, before anything submitted later), then
+        report them as sandbox errors."""
         jobs = list(slot.inflight)
         slot.inflight.clear()
+        retry = []
         for job in jobs:
             if job.attempts < MAX_ATTEMPTS:
                 retry.append(job)
             else:
-                done[job.index] = (ExecResult(Status.SANDBOX_ERROR, error=why[:500], error_type="WorkerLost",
-                                              attempts=job.attempts), 0)  # fmt: skip
+                lost = ExecResult(Status.SANDBOX_ERROR, error=why[:500], error_type="WorkerLost", attempts=job.attempts)
+                self._finish(job, lost, 0)
+        self._pending.extendleft(reversed(retry))
         self._replace(slot)
+
+
+_END = object()
 
 
 def _load(slot: Slot) -> int:

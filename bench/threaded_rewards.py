@@ -1,0 +1,79 @@
+"""Per-sample reward calls from many threads against one batched call, on the same completions.
+
+    python bench/threaded_rewards.py [FILE] [--threads 32] [--rounds 3]
+
+FILE: JSON Lines with `generated` (a list of completions; the first is used) and `answer` (the
+PoT files in ../shared/data/pot/). Completions whose program runs longer than 0.1 s (a probe run) are
+left out, as `potrun bench` leaves out slow programs: they measure the programs, not the calls. Each round starts a fresh shared sandbox (`potrun.rewards.configure`,
+so no round is served by an earlier round's cache), warms it up on other programs, then scores the
+completions once batched (`pot_reward(completions, answer=golds)`) and once as one call per completion
+from a pool of threads. Prints completions/s for both, their ratio (median over rounds), and checks
+that every per-sample reward equals the batched one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from potrun import rewards
+
+DEFAULT_FILE = Path(__file__).resolve().parents[1].parent / "shared/data/pot/gsm8k_fewshot_codex.jsonl"
+
+
+def load(path: Path) -> tuple[list[str], list[float]]:
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r["generated"][0] for r in records], [r["answer"] for r in records]
+
+
+def quick(completions: list[str], golds: list[float]) -> tuple[list[str], list[float]]:
+    probe = rewards.score_records(completions, golds)
+    kept = [k for k, result in enumerate(probe) if result.wall_s < 0.1 and result.status != "timeout"]
+    return [completions[k] for k in kept], [golds[k] for k in kept]
+
+
+def timed(function, *args):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    value = function(*args)
+    return value, time.perf_counter() - start
+
+
+def per_sample(completions: list[str], golds: list[float], threads: int) -> list[float]:
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(rewards.pot_reward, [c], answer=[g]) for c, g in zip(completions, golds)]
+        return [future.result()[0] for future in futures]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE)
+    parser.add_argument("--threads", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    completions, golds = quick(*load(args.file))
+    warm_up = [f"def solution():\n    return {k} * 3" for k in range(500)]
+    ratios, wrong = [], 0
+    for round_number in range(args.rounds):
+        rewards.configure(workers=2)  # a fresh sandbox and cache for each round
+        rewards.pot_reward(warm_up, answer=[3 * k for k in range(500)])
+        batched, batched_s = timed(lambda: rewards.pot_reward(completions, answer=golds))
+        rewards.configure(workers=2)
+        rewards.pot_reward(warm_up, answer=[3 * k for k in range(500)])
+        threaded, threaded_s = timed(per_sample, completions, golds, args.threads)
+        wrong += sum(1 for a, b in zip(batched, threaded) if a != b)
+        n = len(completions)
+        ratios.append(batched_s / threaded_s)
+        print(f"round {round_number + 1}: batched {n / batched_s:,.0f}/s, {args.threads} threads per sample "
+              f"{n / threaded_s:,.0f}/s, ratio {batched_s / threaded_s:.2f}, correct {sum(batched):.0f}/{n}")
+    rewards.close()
+    print(json.dumps({"completions": len(completions), "threads": args.threads,
+                      "median_ratio_threaded_to_batched": round(statistics.median(ratios), 3),
+                      "rewards_differing": wrong}))
+
+
+if __name__ == "__main__":
+    main()
