@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from potrun.checklists import ProcessGold, ProcessGoldError, read_process_gold, score_process
-from potrun.compare import PRESETS, compare
+from potrun.comparators import PRESETS, compare
 from potrun.extractors import classify_output, extract_answer, extract_program
 from potrun.records import Record, first_present, read_records
 from potrun.sandbox.api import Sandbox

@@ -132,12 +132,12 @@ class Summary:
         return data
 
 
-def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
+def render(summary: Summary, stream: TextIO | None = None) -> None:
     """The end-of-run table."""
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream, highlight=False)
+    console = Console(file=stream if stream is not None else sys.stderr, highlight=False)
     data = summary.to_json()
     table = Table(title="potrun check", show_header=False, title_justify="left")
     table.add_column(style="bold")
@@ -176,11 +176,11 @@ def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
 class Progress:
     """A rich progress bar on a terminal; a plain line every few seconds otherwise."""
 
-    def __init__(self, total: int | None, stream: TextIO = sys.stderr, enabled: bool = True) -> None:
+    def __init__(self, total: int | None, stream: TextIO | None = None, enabled: bool = True) -> None:
         self.total = total
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr  # read at call time: tests replace it
         self.enabled = enabled
-        self.tty = enabled and stream.isatty()
+        self.tty = enabled and self.stream.isatty()
         self.count = 0
         self.started = time.perf_counter()
         self.last_line = self.started
