@@ -18,6 +18,16 @@ Presets (the registry `PRESETS`)
                 (`numeric_equal`, rel_tol 1e-4, ×100 and ÷100), bracket, list, matrix and equation
                 rules; a numeric evaluator stands in for `symbolic_equal`.
 
+GSM8K-format golds (every preset): a gold string that holds the marker "####" (openai/gsm8k's
+`answer`, lm-evaluation-harness's `target`: "...reasoning...\n#### 72") is the text after its LAST
+marker, as lm-evaluation-harness's gsm8k task reads it (its exact_match drops everything up to the
+last "#### ", "," and "$"; a final "." is dropped too): "#### 1,234" is "1234", "#### -3.5" is "-3.5"
+(`gsm8k_gold`). The presets then judge that text as they judge any gold string, except two that
+judge a number gold apart from a string: `pot` (`finqa_equal` compares a string gold as a string)
+gets the float PoT's GSM8K data stores (72.0: its precision rule depends on it), `longdocurl` the
+int or float as written (its Integer/Float format). No peer's own data has such golds, so no
+reproduced score changes.
+
 Each preset's function docstring names the peer function it reproduces and its known leniencies.
 Peer presets re-implement the peer's own (sometimes buggy) text normalisation; they do not use
 potrun's number parser. Where a peer would `eval()` a string, a literal/arithmetic evaluator stands
@@ -90,11 +100,13 @@ from potrun.extractors.numbers import ParsedNumber, parse_number
 from potrun.types import UsageError, Verdict
 
 __all__ = [
+    "GSM8K_MARKER",
     "PRESETS",
     "GoldRange",
     "Preset",
     "compare",
     "compare_many",
+    "gsm8k_gold",
     "longdocurl_score",
     "parse_range",
 ]
@@ -112,6 +124,8 @@ class Preset:
     defaults: Mapping[str, Any]
     reproduces: str
     leniencies: tuple[str, ...] = ()
+    # How the preset takes a GSM8K-format gold's answer text (module docstring): as text by default.
+    gsm8k_answer: Callable[[str], Any] = str
 
     def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
         unknown = sorted(set(options) - set(self.defaults))
@@ -120,6 +134,10 @@ class Preset:
                 f"preset {self.name!r} takes no option {', '.join(unknown)}; "
                 f"it takes: {', '.join(sorted(self.defaults)) or 'none'}"
             )
+        if isinstance(gold, str):
+            answer = gsm8k_gold(gold)
+            if answer is not None:
+                gold = self.gsm8k_answer(answer)
         return self.judge(value, gold, **{**self.defaults, **options})
 
 
@@ -145,6 +163,50 @@ def compare_many(
     """
     options = options or {}
     return {name: compare(value, gold, preset=name, **options.get(name, {})) for name in presets}
+
+
+# ================================================================== GSM8K-format golds
+
+GSM8K_MARKER = "####"
+
+
+def gsm8k_gold(text: str) -> str | None:
+    """The answer of a GSM8K-format gold, or None when `text` has no "####" marker.
+
+    The text after the last marker, stripped, without "," and "$" and a final "." (what
+    lm-evaluation-harness's gsm8k exact_match compares: "...\n#### 1,234" -> "1234", "#### -3.5" ->
+    "-3.5"). Whitespace after the marker is optional ("####72" -> "72").
+    """
+    at = text.rfind(GSM8K_MARKER)
+    if at < 0:
+        return None
+    answer = text[at + len(GSM8K_MARKER):].strip().replace(",", "").replace("$", "")
+    return answer[:-1].rstrip() if answer.endswith(".") else answer
+
+
+def _gsm8k_number(answer: str) -> Any:
+    """A GSM8K answer as a number: an int when written as one, else a float; else the text.
+
+    For the presets that judge a number gold apart from a string gold (longdocurl infers its Integer
+    or Float format from the gold's type). The gold is trusted data, not a program's object: int() and
+    float() of its text are safe."""
+    for convert in (int, float):
+        try:
+            return convert(answer)
+        except ValueError:
+            continue
+    return answer
+
+
+def _gsm8k_float(answer: str) -> Any:
+    """A GSM8K answer as the float PoT's GSM8K data stores ("answer": 18.0), else the text.
+
+    The float matters: finqa_equal rounds to the precision str() prints, so 1.98 equals 2.0 (one
+    decimal) but not 2 (five)."""
+    try:
+        return float(answer)
+    except ValueError:
+        return answer
 
 
 # ================================================================== shared helpers
@@ -1530,6 +1592,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         MappingProxyType({"include_percentage": None, "is_close": None, "abs_value": False, "cot": False}),
         "Program-of-Thoughts tool.finqa_equal after tool.floatify_ans",
         ("rounds both sides to the shorter precision", "include_percentage: gold/100, gold*100"),
+        gsm8k_answer=_gsm8k_float,
     ),
     "docmath": Preset(
         "docmath", _judge_docmath, MappingProxyType({"cot": None}),
@@ -1547,6 +1610,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         MappingProxyType({"answer_format": None, "eval_pred": True, "min_score": 1.0}),
         "LongDocURL utils/utils_score_v3.eval_score",
         ("Float rel_tol 0.01 and x100 /100", "character-set rstrip of units", "ordered numeric lists"),
+        gsm8k_answer=_gsm8k_number,
     ),
     "mathqa-rel": Preset(
         "mathqa-rel", _judge_mathqa_rel,
