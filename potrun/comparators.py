@@ -97,7 +97,7 @@ from types import MappingProxyType
 from typing import Any
 
 from potrun.extractors.numbers import ParsedNumber, parse_number
-from potrun.types import UsageError, Verdict
+from potrun.types import UsageError, Value, Verdict
 
 __all__ = [
     "GSM8K_MARKER",
@@ -109,6 +109,7 @@ __all__ = [
     "gsm8k_gold",
     "longdocurl_score",
     "parse_range",
+    "read_answer",
 ]
 
 
@@ -126,6 +127,8 @@ class Preset:
     leniencies: tuple[str, ...] = ()
     # How the preset takes a GSM8K-format gold's answer text (module docstring): as text by default.
     gsm8k_answer: Callable[[str], Any] = str
+    # What the preset reads in an answer text (`read_answer`); None: it compares the text as it is.
+    read: Callable[..., Value] | None = None
 
     def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
         unknown = sorted(set(options) - set(self.defaults))
@@ -369,6 +372,62 @@ def _classify_gold_text(text: str) -> object:
     return _Text(norm)
 
 
+# ================================================================== reading an answer text
+
+# How the default rules read a value that is text (a chain-of-thought answer): one function per form,
+# used by the judges below and by `read_answer`, so what `potrun check` shows as a chain-of-thought
+# result's value is what the comparator compared. The forms are disjoint: no text is two of them.
+
+
+def _read_truth(text: str) -> bool | None:
+    """yes/true -> True, no/false -> False (any case, after normalisation), else None."""
+    norm = _norm_text(text)
+    return True if norm in _YES else False if norm in _NO else None
+
+
+def _read_letter(text: str) -> str | None:
+    """A choice letter "B", "(b)", "B." -> "B", else None."""
+    m = _LETTER.match(text.strip())
+    return m.group(1).upper() if m is not None else None
+
+
+def _read_number(text: str) -> ParsedNumber | None:
+    """The number the text is (`parse_number`): as written, with its percent, scale and unit apart."""
+    return parse_number(text)
+
+
+def _read_default(text: str, **_options: Any) -> Value:
+    """The default rules' reading (`read_answer`): a bool, a choice letter, the number as written, or
+    the text itself (a phrase, a list written out, "not answerable": compared as text)."""
+    truth = _read_truth(text)
+    if truth is not None:
+        return truth
+    letter = _read_letter(text)
+    if letter is not None:
+        return letter
+    number = _read_number(text)
+    return number.value if number is not None else text
+
+
+def read_answer(text: str, *, preset: str = "default", **options: Any) -> Value:
+    """What `preset` reads in an answer text, before it compares it with a gold.
+
+    default: a yes/no/true/false text is a bool, "(B)"/"b." the letter "B", a number text the number
+    as written, without percent or scale ("1{,}234.5" -> 1234.5, "25%" -> 25, "$3.5 million" -> 3.5:
+    `percent=True` and `scale=True` apply them when comparing, and abs_value the absolute value);
+    anything else stays the text. pot: `tool.floatify_ans` of the text (a float, else the text), or
+    with `cot=True` the last number after "answer is" (`_pot_cot_prediction`). The other presets
+    normalise the text their own way when comparing: the text is returned unchanged.
+    """
+    try:
+        chosen = PRESETS[preset]
+    except (KeyError, TypeError):
+        raise UsageError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}") from None
+    if chosen.read is None:
+        return text
+    return chosen.read(text, **{**chosen.defaults, **options})
+
+
 # ================================================================== default preset: judging
 
 
@@ -456,8 +515,7 @@ def _judge_bool(value: Any, gold: bool) -> Verdict:
     if isinstance(value, bool):
         v: bool | None = value
     elif isinstance(value, str):
-        norm = _norm_text(value)
-        v = True if norm in _YES else False if norm in _NO else None
+        v = _read_truth(value)
     else:
         return Verdict(False, f"gold is yes/no, value is {type(value).__name__} (a number is not a bool)")
     if v is None:
@@ -468,11 +526,11 @@ def _judge_bool(value: Any, gold: bool) -> Verdict:
 def _judge_letter(value: Any, letter: str) -> Verdict:
     if not isinstance(value, str):
         return Verdict(False, f"gold is choice {letter}, value is {type(value).__name__}")
-    m = _LETTER.match(value.strip())
-    if m is None:
+    read = _read_letter(value)
+    if read is None:
         return Verdict(False, f"gold is choice {letter}, value {_fmt(value)} is not a choice letter")
-    ok = m.group(1).upper() == letter
-    return Verdict(ok, f"choice {m.group(1).upper()} {'=' if ok else '!='} {letter}")
+    ok = read == letter
+    return Verdict(ok, f"choice {read} {'=' if ok else '!='} {letter}")
 
 
 def _judge_list(value: Any, gold: list[Any], opts: _Opts) -> Verdict:
@@ -513,7 +571,7 @@ def _value_number(value: Any) -> _Num | Verdict:
     if _is_number(value):
         return _Num(value)
     if isinstance(value, str):
-        parsed = parse_number(value)
+        parsed = _read_number(value)
         if parsed is None:
             return Verdict(False, f"value {_fmt(value)} is not a number")
         return _num_from_parsed(parsed, None)
@@ -811,6 +869,12 @@ def _pot_cot_prediction(text: str) -> Any:
         return float(ans)
     except Exception:
         return None
+
+
+def _read_pot(text: str, *, cot: bool, **_options: Any) -> Value:
+    """What `_judge_pot` compares for an answer text (before abs_value)."""
+    read = _pot_cot_prediction(text) if cot else _pot_floatify(text)
+    return read if read is None or isinstance(read, (bool, int, float, str)) else text
 
 
 def _judge_pot(
@@ -1586,13 +1650,14 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
     "default": Preset(
         "default", _judge_default, _DEFAULT_OPTIONS,
         "potrun's strict rules (module docstring)",
+        read=_read_default,
     ),
     "pot": Preset(
         "pot", _judge_pot,
         MappingProxyType({"include_percentage": None, "is_close": None, "abs_value": False, "cot": False}),
         "Program-of-Thoughts tool.finqa_equal after tool.floatify_ans",
         ("rounds both sides to the shorter precision", "include_percentage: gold/100, gold*100"),
-        gsm8k_answer=_gsm8k_float,
+        gsm8k_answer=_gsm8k_float, read=_read_pot,
     ),
     "docmath": Preset(
         "docmath", _judge_docmath, MappingProxyType({"cot": None}),
