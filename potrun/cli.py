@@ -72,7 +72,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     total = count_records(args.preds)
     out = OutputWriter(args.out, append=args.resume) if args.out else None
     try:
-        with engine, Progress(None if total is None else total - done, enabled=not args.quiet) as progress:
+        # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
+        # run on the actors).
+        programs = (lambda: engine.sandbox.completed) if args.engine == "local" else None
+        with engine, Progress(None if total is None else total - done, enabled=not args.quiet,
+                              programs=programs) as progress:  # fmt: skip
             summary.started = time.perf_counter()  # the engine is ready: its start-up is not throughput
             for result in engine.results(records, options, golds):
                 summary.add(result)

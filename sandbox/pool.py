@@ -89,6 +89,7 @@ class Pool:
         self.size = size
         self.slots: list[Slot] = []
         self.replaced = 0
+        self.completed = 0  # programs whose results have arrived (sandbox errors after retries too)
         self._held = 0  # bytes of the answers held for in-order delivery
         self._next = 0  # the index of the result due next
 
@@ -253,6 +254,7 @@ class Pool:
                                           output_bytes=job.request.limits.output_bytes)  # fmt: skip
                 slot.inflight.popleft()
                 done[job.index] = (result, len(body))
+                self.completed += 1
                 self._held += len(body)
                 slot.progress = time.monotonic()
         except ProtocolError as exc:
@@ -268,6 +270,7 @@ class Pool:
             else:
                 done[job.index] = (ExecResult(Status.SANDBOX_ERROR, error=why[:500], error_type="WorkerLost",
                                               attempts=job.attempts), 0)  # fmt: skip
+                self.completed += 1
         self._replace(slot)
 
 
