@@ -25,13 +25,14 @@ from potrun.types import (
     Verdict,
 )
 
-__version__ = "0.1.0"
-
+# Loaded on first use, by name -> module. No name here is also a submodule's name: `from potrun
+# import X` reads the package attribute X, and importing a submodule X makes that attribute the
+# module (tests/test_public_api.py checks every name).
 _LAZY = {
-    "compare": "potrun.compare",
-    "compare_many": "potrun.compare",
-    "PRESETS": "potrun.compare",
-    "parse_range": "potrun.compare",
+    "compare": "potrun.comparators",
+    "compare_many": "potrun.comparators",
+    "PRESETS": "potrun.comparators",
+    "parse_range": "potrun.comparators",
     "pass_at_k": "potrun.scoring",
     "majority_vote": "potrun.scoring",
     "check_checklist": "potrun.scoring",
@@ -44,19 +45,32 @@ _LAZY = {
     "extract_program": "potrun.extractors",
     "extract_answer": "potrun.extractors",
     "parse_number": "potrun.extractors",
-    "validate": "potrun.validate",
-    "ValidationReport": "potrun.validate",
-    "Problem": "potrun.validate",
+    "validate": "potrun.validation",
+    "ValidationReport": "potrun.validation",
+    "Problem": "potrun.validation",
 }
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return _version()
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'potrun' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(module), name)
+
+
+def _version() -> str:
+    """The installed distribution's version: pyproject.toml's `version` is its only home. A source
+    tree that is not installed (a sandbox image runs the worker from one) reports "0+unknown"."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("potrun")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 __all__ = [

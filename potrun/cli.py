@@ -1,5 +1,8 @@
-"""The `potrun` command. It only calls the public API; exit codes: 0 done, 1 below --fail-under
-(or validation errors), 2 bad usage or unreadable input."""
+"""The `potrun` command (also `python -m potrun`). It only calls the public API.
+
+Exit codes: 0 done; 1 below --fail-under, validation errors, or (`potrun run`) a program whose status
+is not ok; 2 bad usage or unreadable input; 3 (`potrun run`) potrun's own machinery failed
+(sandbox_error); 130 interrupted."""
 
 from __future__ import annotations
 
@@ -11,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from potrun.types import PotrunError, UsageError
+from potrun.types import PotrunError, Status, UsageError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
 
 
@@ -30,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("potrun: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 # -- commands ------------------------------------------------------------------------------------------
@@ -69,7 +72,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     total = count_records(args.preds)
     out = OutputWriter(args.out, append=args.resume) if args.out else None
     try:
-        with engine, Progress(None if total is None else total - done, enabled=not args.quiet) as progress:
+        # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
+        # run on the actors).
+        programs = (lambda: engine.sandbox.completed) if args.engine == "local" else None
+        with engine, Progress(None if total is None else total - done, enabled=not args.quiet,
+                              programs=programs) as progress:  # fmt: skip
             summary.started = time.perf_counter()  # the engine is ready: its start-up is not throughput
             for result in engine.results(records, options, golds):
                 summary.add(result)
@@ -107,7 +114,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     with _sandbox(args, workers=1) as sandbox:
         result = sandbox.run(source)
     print(json.dumps(result.to_json()))
-    return EXIT_OK
+    return run_exit_code(result.status)
+
+
+def run_exit_code(status: Status) -> int:
+    """`potrun run`'s exit code: 0 only for ok; 3 when potrun failed (sandbox_error), not the program;
+    1 for every other status (the program failed, timed out, was refused, gave no answer...)."""
+    if status is Status.OK:
+        return EXIT_OK
+    return EXIT_SANDBOX_ERROR if status is Status.SANDBOX_ERROR else EXIT_FAILED
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -172,8 +187,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from potrun.pipeline import ID_FIELDS
     from potrun.records import count_records
     from potrun.report import Progress
-    from potrun.validate import ANSWER_FIELDS, PROGRAM_FIELDS, ValidationSummary, render_summary, validate
-    from potrun.validate import write_fixed_copy
+    from potrun.validation import ANSWER_FIELDS, PROGRAM_FIELDS, ValidationSummary, render_summary, validate
+    from potrun.validation import write_fixed_copy
 
     _check_presets([args.compare])
     answer_fields = _fields(args.answer_field, ANSWER_FIELDS)
@@ -257,7 +272,7 @@ def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _check_presets(presets: Sequence[str]) -> None:
-    from potrun.compare import PRESETS
+    from potrun.comparators import PRESETS
 
     unknown = [p for p in presets if p not in PRESETS]
     if unknown:
@@ -285,7 +300,10 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    import potrun
+
     parser = argparse.ArgumentParser(prog="potrun", description="Sandboxed program-of-thought execution.")
+    parser.add_argument("--version", action="version", version=f"potrun {potrun.__version__}")
     commands = parser.add_subparsers(title="commands")
 
     check = commands.add_parser("check", help="extract, execute and score a file of model outputs")
@@ -324,7 +342,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_sandbox_options(check)
     check.set_defaults(handler=cmd_check, command_parser=check)
 
-    run = commands.add_parser("run", help="run one program file and print its result as JSON")
+    run = commands.add_parser("run", help="run one program file and print its result as JSON (exit 0 only "
+                                          "for status ok, 1 for any other, 3 for sandbox_error)")  # fmt: skip
     run.add_argument("program", help="a Python file, or - for standard input")
     _add_sandbox_options(run)
     run.set_defaults(handler=cmd_run)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from potrun.checklists import ProcessGold, ProcessGoldError, read_process_gold, score_process
-from potrun.compare import PRESETS, compare
+from potrun.comparators import PRESETS, compare, read_answer
 from potrun.extractors import classify_output, extract_answer, extract_program
 from potrun.records import Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
@@ -105,6 +105,7 @@ class RecordResult:
     checklist_passed: bool | None = None
     checklist_missing: list[Any] | None = None
     checker: Mapping[str, Any] | None = None
+    answer_text: str | None = None  # chain of thought: the answer text extracted (`value` is its reading)
 
     @property
     def scored(self) -> bool:
@@ -117,7 +118,7 @@ class RecordResult:
             "entry": self.entry, "mode": self.mode, "extraction": self.extraction,
             "error_type": self.error_type, "error": self.error, "error_line": self.error_line,
             "timeout_kind": self.timeout_kind, "wall_s": round(self.wall_s, 6), "cpu_s": round(self.cpu_s, 6),
-            "isolation": self.isolation,
+            "isolation": self.isolation, "answer_text": self.answer_text,
         }  # fmt: skip
         if self.verdicts is not None and len(self.verdicts) > 1:
             data["verdicts"] = dict(self.verdicts)
@@ -248,8 +249,20 @@ def finish(prepared: Prepared, executed: list[ExecResult], options: CheckOptions
     )  # fmt: skip
     if prepared.process is not None:
         modes = [sample.mode for sample in prepared.samples]
-        return score_process(result, prepared.process, modes, outcomes, options, sandbox)
-    return result
+        result = score_process(result, prepared.process, modes, outcomes, options, sandbox)
+    return _with_answer_reading(result, prepared.samples[0], options)
+
+
+def _with_answer_reading(result: RecordResult, sample: Sample, options: CheckOptions) -> RecordResult:
+    """A chain-of-thought result shows what the deciding comparator read in the answer text as its
+    `value` (`potrun.comparators.read_answer`: 1234.5 for "1{,}234.5") and the text as `answer_text`.
+    The verdicts were computed on the text itself, by the same reading."""
+    if sample.mode != "cot" or not isinstance(sample.answer, str):
+        return result
+    preset = options.presets[0]
+    value = read_answer(sample.answer, preset=preset, **_options_for(preset, options))
+    value_type = None if value is None else type(value).__name__
+    return replace(result, value=value, value_type=value_type, answer_text=sample.answer)
 
 
 def _has_checker(prepared: Prepared) -> bool:

@@ -6,6 +6,7 @@ import heapq
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -132,12 +133,12 @@ class Summary:
         return data
 
 
-def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
+def render(summary: Summary, stream: TextIO | None = None) -> None:
     """The end-of-run table."""
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream, highlight=False)
+    console = Console(file=stream if stream is not None else sys.stderr, highlight=False)
     data = summary.to_json()
     table = Table(title="potrun check", show_header=False, title_justify="left")
     table.add_column(style="bold")
@@ -174,13 +175,20 @@ def render(summary: Summary, stream: TextIO = sys.stderr) -> None:
 
 
 class Progress:
-    """A rich progress bar on a terminal; a plain line every few seconds otherwise."""
+    """A rich progress bar on a terminal; a plain line every few seconds otherwise.
 
-    def __init__(self, total: int | None, stream: TextIO = sys.stderr, enabled: bool = True) -> None:
+    It counts records as they are written (`advance`, in input order) and, when `programs` is given
+    (a callable such as `lambda: sandbox.completed`), the programs finished in any order: read when the
+    bar redraws (a few times a second, from rich's refresh thread), so that it moves while the record
+    due next waits for a slow program."""
+
+    def __init__(self, total: int | None, stream: TextIO | None = None, enabled: bool = True,
+                 programs: Callable[[], int] | None = None) -> None:  # fmt: skip
         self.total = total
-        self.stream = stream
+        self.programs = programs
+        self.stream = stream if stream is not None else sys.stderr  # read at call time: tests replace it
         self.enabled = enabled
-        self.tty = enabled and stream.isatty()
+        self.tty = enabled and self.stream.isatty()
         self.count = 0
         self.started = time.perf_counter()
         self.last_line = self.started
@@ -193,8 +201,9 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
             from rich.progress import TimeElapsedColumn, TimeRemainingColumn
 
-            self._bar = Bar(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[rate]:.0f}/s"), TimeElapsedColumn(),
+            programs = [_programs_column(self.programs)] if self.programs is not None else []
+            self._bar = Bar(TextColumn("scoring"), BarColumn(bar_width=24), MofNCompleteColumn(), TextColumn("records"),
+                            *programs, TextColumn("{task.fields[rate]:.0f}/s"), TimeElapsedColumn(),
                             TimeRemainingColumn(), console=Console(file=self.stream), transient=True)  # fmt: skip
             self._bar.start()
             self._task = self._bar.add_task("scoring", total=self.total, rate=0.0)
@@ -209,9 +218,23 @@ class Progress:
                 self.last_line = now
         elif self.enabled and now - self.last_line >= 5.0:
             of = f"/{self.total}" if self.total else ""
-            print(f"potrun: {self.count}{of} records, {self.count / (now - self.started):.0f}/s", file=self.stream)
+            ran = f", {self.programs()} programs done" if self.programs is not None else ""
+            print(f"potrun: {self.count}{of} records{ran}, {self.count / (now - self.started):.0f}/s",
+                  file=self.stream)  # fmt: skip
             self.last_line = now
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+def _programs_column(programs: Callable[[], int]) -> Any:
+    """A rich column with the programs finished so far, read at each redraw."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class ProgramsColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(f"{programs()} programs done", no_wrap=True)
+
+    return ProgramsColumn()

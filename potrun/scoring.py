@@ -1,6 +1,6 @@
 """Scoring many samples: pass@k, majority vote (self-consistency), and process checklists.
 
-All pure functions, like the comparators they build on (`potrun.compare`).
+All pure functions, like the comparators they build on (`potrun.comparators`).
 
 - `pass_at_k(n, c, k)`: the unbiased estimator 1 - C(n-c, k) / C(n, k) of Chen et al. (2021),
   computed as the product 1 - prod_{i=n-c+1..n} (1 - k/i), which never forms a large binomial.
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from potrun.compare import GoldRange, compare, parse_range
+from potrun.comparators import GoldRange, compare, parse_range
 from potrun.extractors.numbers import parse_number
 from potrun.types import ExecResult, Status, Value
 

@@ -110,7 +110,7 @@ class ExecResult:
     stderr: str = ""  # the tail of what it wrote to stderr (bounded; never read as the answer)
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    peak_rss_mb: float | None = None
+    peak_rss_mb: float | None = None  # a fork's peak resident set, from wait4; None in the warm tier (README)
     attempts: int = 1
     captured: tuple[float, ...] | None = None  # numbers the program's variables held (requests with capture)
     isolation: str | None = None  # the tier that ran it: "warm" or "fork" (None: it never reached a runner)

@@ -61,6 +61,7 @@ class Sandbox:
         self._backend = _make_backend(backend, hash_seed=hash_seed, image=image, limits=self.limits,
                                       forks=self.isolation is Isolation.FORK)  # fmt: skip
         self._pool: Pool | None = None
+        self._completed_before = 0  # by pools closed before the current one
         self._settings = {"hash_seed": hash_seed, "image": image}
         self._companions: dict[tuple[str, str], Sandbox] = {}
         self._lock = threading.RLock()  # start, close and companions, from any thread
@@ -82,6 +83,7 @@ class Sandbox:
                 companion.close()
             self._companions.clear()
             if self._pool is not None:
+                self._completed_before += self._pool.completed
                 self._pool.close()
                 self._pool = None
 
@@ -96,13 +98,14 @@ class Sandbox:
         return self.start()._pool.capabilities  # type: ignore[union-attr]
 
     @property
-    def workers_replaced(self) -> int:
-        return self._pool.replaced if self._pool is not None else 0
+    def completed(self) -> int:
+        """Programs whose results have arrived, from every caller, since this sandbox was made (in the
+        order they finished, not the order they were given: a progress display reads it)."""
+        return self._completed_before + (self._pool.completed if self._pool is not None else 0)
 
     @property
-    def completed(self) -> int:
-        """Programs whose results have arrived, for all callers (a progress bar's count)."""
-        return self._pool.completed if self._pool is not None else 0
+    def workers_replaced(self) -> int:
+        return self._pool.replaced if self._pool is not None else 0
 
     def companion(self, policy: str = "trusted", isolation: str = "fork", workers: int = 4) -> Sandbox:
         """A second sandbox with this one's backend and limits under another policy (checker golds run

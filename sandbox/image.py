@@ -151,6 +151,15 @@ def _is_potrun_source(root: Path) -> bool:
     return re.search(r'(?m)^name\s*=\s*"potrun"', pyproject.read_text(encoding="utf-8")) is not None
 
 
+def find_dockerfile() -> Path:
+    """Dockerfile.sandbox: package data of potrun.sandbox in an installed wheel (in a source tree, the
+    link sandbox/Dockerfile.sandbox to the top-level file). Raises SandboxUnavailable without it."""
+    packaged = Path(__file__).resolve().parent / DOCKERFILE
+    if packaged.is_file():
+        return packaged
+    raise SandboxUnavailable(f"{DOCKERFILE} is missing from the potrun installation ({packaged}): reinstall potrun")
+
+
 def find_source_root() -> Path | None:
     """The potrun source tree: next to this file's real location, or an editable install's; else None."""
     here = Path(__file__).resolve().parent.parent  # sandbox/image.py -> the repository root
@@ -306,14 +315,7 @@ def prepare_context(
     wheels.mkdir(parents=True, exist_ok=True)
     for stale in wheels.glob("*.whl"):
         stale.unlink()
-    source = find_source_root()
-    dockerfile = (source or Path(__file__).resolve().parent.parent) / DOCKERFILE
-    if not dockerfile.is_file():
-        packaged = Path(__file__).resolve().parent / DOCKERFILE  # if ever shipped as package data
-        dockerfile = packaged if packaged.is_file() else dockerfile
-    if not dockerfile.is_file():
-        raise SandboxUnavailable(f"{DOCKERFILE} not found next to the potrun sources ({dockerfile})")
-    shutil.copy2(dockerfile, dest / DOCKERFILE)
+    shutil.copyfile(find_dockerfile(), dest / DOCKERFILE)
     # Only the Dockerfile and wheels/ are sent to the engine, whatever else lands in dest.
     (dest / ".dockerignore").write_text(f"*\n!{DOCKERFILE}\n!wheels/\n", encoding="utf-8")
 

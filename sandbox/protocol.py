@@ -253,6 +253,9 @@ def check_result(message: dict[str, Any], *, request_id: int, from_runner: bool,
         raise ProtocolError(f"a value of type {kind.__name__} is not plain data")
     checked: dict[str, Any] = {"op": "result", "id": request_id, "status": status}
     checked.update(_checked_fields(message, value, kind))
+    if from_runner:
+        for name in _WORKER_FIELDS:
+            checked.pop(name, None)
     return checked
 
 
@@ -293,6 +296,13 @@ def _duration(value: Any) -> float:
     return seconds
 
 
+def _megabytes(value: Any) -> float:
+    size = _number(value)
+    if not (math.isfinite(size) and size >= 0):
+        raise ProtocolError("a size is not a number of megabytes")
+    return float(size)
+
+
 def _captured(value: Any) -> list[float]:
     if type(value) is not list or len(value) > MAX_CAPTURED or any(type(x) is not float for x in value):
         raise ProtocolError("captured must be a list of floats")
@@ -304,8 +314,10 @@ _FIELD_CHECKS: dict[str, Any] = {
     "entry": _member(ENTRIES), "error_type": _text(TYPE_LIMIT), "error": _text(TEXT_LIMIT),
     "stdout": _text(STREAM_LIMIT), "stderr": _text(STREAM_LIMIT), "line": lambda value: _exact(value, int),
     "timeout_kind": _member(TIMEOUT_KINDS), "wall_s": _duration, "cpu_s": _duration,
-    "isolation": _member(frozenset(ISOLATIONS)), "captured": _captured,
+    "isolation": _member(frozenset(ISOLATIONS)), "captured": _captured, "peak_rss_mb": _megabytes,
 }  # fmt: skip
+# Fields only a worker measures (from outside the runner): a runner's own claim of them is dropped.
+_WORKER_FIELDS = frozenset({"peak_rss_mb"})
 
 
 def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: int,

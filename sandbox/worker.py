@@ -410,15 +410,15 @@ class Worker:
                     self._stop(runner)
                     return self._protocol_violation(message, exc, "fork")
                 if bodies:
-                    self._stop(runner)
+                    peak = self._stop(runner)
                     if self._killed_for_memory():  # one of its processes was, whatever it answered
-                        return self._memory_verdict(message, time.perf_counter() - started, 0.0)
-                    return self._forked_answer(bodies[0], message)
+                        return self._memory_verdict(message, time.perf_counter() - started, 0.0, peak=peak)
+                    return self._forked_answer(bodies[0], message, peak)
         finally:
             self._clean_strays()
             _remove_directory(scratch)
 
-    def _forked_answer(self, body: bytes, request: RunRequest) -> bytes:
+    def _forked_answer(self, body: bytes, request: RunRequest, peak: float | None) -> bytes:
         """A fork's answer, as potrun gets it: whatever bytes the fork wrote, only this request's result
         comes of them (its own id, a status a program can earn, plain bounded fields)."""
         try:
@@ -431,6 +431,8 @@ class Worker:
             return self._protocol_violation(request, exc, "fork")
         self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
         result["isolation"] = "fork"
+        if peak is not None:
+            result["peak_rss_mb"] = peak
         return encode(result)
 
     def _protocol_violation(self, request: RunRequest, exc: ProtocolError, tier: str) -> bytes:
@@ -450,31 +452,36 @@ class Worker:
 
     def _verdict_after_kill(self, runner: RunnerProcess, request: RunRequest, started: float,
                             kind: str) -> bytes:  # fmt: skip
-        usage = _reap(runner.pid)
+        _, usage, peak = _reap_status(runner.pid)
         self._forget(runner)
         limit = request.limits.timeout_s
         return encode({"op": "result", "id": request.id, "status": "timeout", "timeout_kind": kind,
                        "error": f"{kind} time limit of {limit:g} s exceeded", "isolation": _tier(runner),
-                       "wall_s": time.perf_counter() - started, "cpu_s": usage})  # fmt: skip
+                       "wall_s": time.perf_counter() - started, "cpu_s": usage,
+                       "peak_rss_mb": _program_peak(runner, peak)})  # fmt: skip
 
     @staticmethod
-    def _memory_verdict(request: RunRequest, wall: float, cpu: float, tier: str = "fork") -> bytes:
+    def _memory_verdict(request: RunRequest, wall: float, cpu: float, tier: str = "fork",
+                        peak: float | None = None) -> bytes:  # fmt: skip
         """The program, or one of its processes, was killed by the memory cgroup's OOM killer."""
         limit = request.limits.memory_mb
         return encode({"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": tier,
+                       "peak_rss_mb": peak,
                        "status": "memory_limit", "error_type": "MemoryError",
                        "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)"})  # fmt: skip
 
     def _verdict_after_death(self, runner: RunnerProcess, request: RunRequest, started: float) -> bytes:
-        status_code, cpu = _reap_status(runner.pid)
+        status_code, cpu, peak = _reap_status(runner.pid)
         self._forget(runner)
         wall = time.perf_counter() - started
-        base = {"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": _tier(runner)}
+        peak_mb = _program_peak(runner, peak)
+        base = {"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": _tier(runner),
+                "peak_rss_mb": peak_mb}
         cpu_limit = request.limits.cpu_limit_s
         if os.WIFSIGNALED(status_code):
             sig = os.WTERMSIG(status_code)
             if sig == signal.SIGKILL and self._killed_for_memory():
-                return self._memory_verdict(request, wall, cpu, _tier(runner))
+                return self._memory_verdict(request, wall, cpu, _tier(runner), peak_mb)
             if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_limit):
                 return encode({**base, "status": "timeout", "timeout_kind": "cpu",
                                "error": f"cpu time limit of {cpu_limit:g} s exceeded"})
@@ -586,10 +593,13 @@ class Worker:
             self._stop(self.warm)
             self.warm = None
 
-    def _stop(self, runner: RunnerProcess) -> None:
+    def _stop(self, runner: RunnerProcess) -> float | None:
+        """Kill and reap a runner; the program's peak resident set in MB (a fork's), or None (a warm
+        runner's peak is its lifetime's, not one program's)."""
         isolation.kill_group(runner.pid)
-        _reap(runner.pid)
+        _, _, peak = _reap_status(runner.pid)
         self._forget(runner)
+        return _program_peak(runner, peak)
 
     def _forget(self, runner: RunnerProcess) -> None:
         for fd in (runner.requests, runner.results):
@@ -737,17 +747,23 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _reap(pid: int) -> float:
-    return _reap_status(pid)[1]
-
-
-def _reap_status(pid: int) -> tuple[int, float]:
-    """Wait for a runner; return its wait status and the CPU seconds it used."""
+def _reap_status(pid: int) -> tuple[int, float, float | None]:
+    """Wait for a runner; return its wait status, the CPU seconds it used and its peak resident set in
+    MB (wait4's ru_maxrss, in KiB on Linux: the largest resident set of the runner or of any child of
+    it that it waited for; None when it was reaped elsewhere)."""
     try:
         _, status, usage = os.wait4(pid, 0)
     except ChildProcessError:
-        return 0, 0.0
-    return status, usage.ru_utime + usage.ru_stime
+        return 0, 0.0, None
+    return status, usage.ru_utime + usage.ru_stime, round(usage.ru_maxrss / 1024, 3)
+
+
+def _program_peak(runner: RunnerProcess, peak: float | None) -> float | None:
+    """`peak_rss_mb` of the program a runner ran: a fork ran exactly one, so its peak is the program's
+    (the pre-imported interpreter's pages that it touched included: it is that process's resident set).
+    A warm runner ran many, and the kernel keeps one peak per process: None, not a number that is not
+    this program's."""
+    return None if runner.warm else peak
 
 
 def _remove_directory(path: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from potrun.compare import PRESETS, compare, compare_many, longdocurl_score, parse_range
+from potrun.comparators import PRESETS, compare, compare_many, longdocurl_score, parse_range
 from potrun.types import UsageError, Verdict
 
 SHARED = Path(__file__).parents[2] / "shared" / "data"

@@ -18,6 +18,16 @@ Presets (the registry `PRESETS`)
                 (`numeric_equal`, rel_tol 1e-4, ×100 and ÷100), bracket, list, matrix and equation
                 rules; a numeric evaluator stands in for `symbolic_equal`.
 
+GSM8K-format golds (every preset): a gold string that holds the marker "####" (openai/gsm8k's
+`answer`, lm-evaluation-harness's `target`: "...reasoning...\n#### 72") is the text after its LAST
+marker, as lm-evaluation-harness's gsm8k task reads it (its exact_match drops everything up to the
+last "#### ", "," and "$"; a final "." is dropped too): "#### 1,234" is "1234", "#### -3.5" is "-3.5"
+(`gsm8k_gold`). The presets then judge that text as they judge any gold string, except two that
+judge a number gold apart from a string: `pot` (`finqa_equal` compares a string gold as a string)
+gets the float PoT's GSM8K data stores (72.0: its precision rule depends on it), `longdocurl` the
+int or float as written (its Integer/Float format). No peer's own data has such golds, so no
+reproduced score changes.
+
 Each preset's function docstring names the peer function it reproduces and its known leniencies.
 Peer presets re-implement the peer's own (sometimes buggy) text normalisation; they do not use
 potrun's number parser. Where a peer would `eval()` a string, a literal/arithmetic evaluator stands
@@ -87,16 +97,19 @@ from types import MappingProxyType
 from typing import Any
 
 from potrun.extractors.numbers import ParsedNumber, parse_number
-from potrun.types import UsageError, Verdict
+from potrun.types import UsageError, Value, Verdict
 
 __all__ = [
+    "GSM8K_MARKER",
     "PRESETS",
     "GoldRange",
     "Preset",
     "compare",
     "compare_many",
+    "gsm8k_gold",
     "longdocurl_score",
     "parse_range",
+    "read_answer",
 ]
 
 
@@ -112,6 +125,10 @@ class Preset:
     defaults: Mapping[str, Any]
     reproduces: str
     leniencies: tuple[str, ...] = ()
+    # How the preset takes a GSM8K-format gold's answer text (module docstring): as text by default.
+    gsm8k_answer: Callable[[str], Any] = str
+    # What the preset reads in an answer text (`read_answer`); None: it compares the text as it is.
+    read: Callable[..., Value] | None = None
 
     def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
         unknown = sorted(set(options) - set(self.defaults))
@@ -120,6 +137,10 @@ class Preset:
                 f"preset {self.name!r} takes no option {', '.join(unknown)}; "
                 f"it takes: {', '.join(sorted(self.defaults)) or 'none'}"
             )
+        if isinstance(gold, str):
+            answer = gsm8k_gold(gold)
+            if answer is not None:
+                gold = self.gsm8k_answer(answer)
         return self.judge(value, gold, **{**self.defaults, **options})
 
 
@@ -145,6 +166,50 @@ def compare_many(
     """
     options = options or {}
     return {name: compare(value, gold, preset=name, **options.get(name, {})) for name in presets}
+
+
+# ================================================================== GSM8K-format golds
+
+GSM8K_MARKER = "####"
+
+
+def gsm8k_gold(text: str) -> str | None:
+    """The answer of a GSM8K-format gold, or None when `text` has no "####" marker.
+
+    The text after the last marker, stripped, without "," and "$" and a final "." (what
+    lm-evaluation-harness's gsm8k exact_match compares: "...\n#### 1,234" -> "1234", "#### -3.5" ->
+    "-3.5"). Whitespace after the marker is optional ("####72" -> "72").
+    """
+    at = text.rfind(GSM8K_MARKER)
+    if at < 0:
+        return None
+    answer = text[at + len(GSM8K_MARKER):].strip().replace(",", "").replace("$", "")
+    return answer[:-1].rstrip() if answer.endswith(".") else answer
+
+
+def _gsm8k_number(answer: str) -> Any:
+    """A GSM8K answer as a number: an int when written as one, else a float; else the text.
+
+    For the presets that judge a number gold apart from a string gold (longdocurl infers its Integer
+    or Float format from the gold's type). The gold is trusted data, not a program's object: int() and
+    float() of its text are safe."""
+    for convert in (int, float):
+        try:
+            return convert(answer)
+        except ValueError:
+            continue
+    return answer
+
+
+def _gsm8k_float(answer: str) -> Any:
+    """A GSM8K answer as the float PoT's GSM8K data stores ("answer": 18.0), else the text.
+
+    The float matters: finqa_equal rounds to the precision str() prints, so 1.98 equals 2.0 (one
+    decimal) but not 2 (five)."""
+    try:
+        return float(answer)
+    except ValueError:
+        return answer
 
 
 # ================================================================== shared helpers
@@ -307,6 +372,62 @@ def _classify_gold_text(text: str) -> object:
     return _Text(norm)
 
 
+# ================================================================== reading an answer text
+
+# How the default rules read a value that is text (a chain-of-thought answer): one function per form,
+# used by the judges below and by `read_answer`, so what `potrun check` shows as a chain-of-thought
+# result's value is what the comparator compared. The forms are disjoint: no text is two of them.
+
+
+def _read_truth(text: str) -> bool | None:
+    """yes/true -> True, no/false -> False (any case, after normalisation), else None."""
+    norm = _norm_text(text)
+    return True if norm in _YES else False if norm in _NO else None
+
+
+def _read_letter(text: str) -> str | None:
+    """A choice letter "B", "(b)", "B." -> "B", else None."""
+    m = _LETTER.match(text.strip())
+    return m.group(1).upper() if m is not None else None
+
+
+def _read_number(text: str) -> ParsedNumber | None:
+    """The number the text is (`parse_number`): as written, with its percent, scale and unit apart."""
+    return parse_number(text)
+
+
+def _read_default(text: str, **_options: Any) -> Value:
+    """The default rules' reading (`read_answer`): a bool, a choice letter, the number as written, or
+    the text itself (a phrase, a list written out, "not answerable": compared as text)."""
+    truth = _read_truth(text)
+    if truth is not None:
+        return truth
+    letter = _read_letter(text)
+    if letter is not None:
+        return letter
+    number = _read_number(text)
+    return number.value if number is not None else text
+
+
+def read_answer(text: str, *, preset: str = "default", **options: Any) -> Value:
+    """What `preset` reads in an answer text, before it compares it with a gold.
+
+    default: a yes/no/true/false text is a bool, "(B)"/"b." the letter "B", a number text the number
+    as written, without percent or scale ("1{,}234.5" -> 1234.5, "25%" -> 25, "$3.5 million" -> 3.5:
+    `percent=True` and `scale=True` apply them when comparing, and abs_value the absolute value);
+    anything else stays the text. pot: `tool.floatify_ans` of the text (a float, else the text), or
+    with `cot=True` the last number after "answer is" (`_pot_cot_prediction`). The other presets
+    normalise the text their own way when comparing: the text is returned unchanged.
+    """
+    try:
+        chosen = PRESETS[preset]
+    except (KeyError, TypeError):
+        raise UsageError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}") from None
+    if chosen.read is None:
+        return text
+    return chosen.read(text, **{**chosen.defaults, **options})
+
+
 # ================================================================== default preset: judging
 
 
@@ -394,8 +515,7 @@ def _judge_bool(value: Any, gold: bool) -> Verdict:
     if isinstance(value, bool):
         v: bool | None = value
     elif isinstance(value, str):
-        norm = _norm_text(value)
-        v = True if norm in _YES else False if norm in _NO else None
+        v = _read_truth(value)
     else:
         return Verdict(False, f"gold is yes/no, value is {type(value).__name__} (a number is not a bool)")
     if v is None:
@@ -406,11 +526,11 @@ def _judge_bool(value: Any, gold: bool) -> Verdict:
 def _judge_letter(value: Any, letter: str) -> Verdict:
     if not isinstance(value, str):
         return Verdict(False, f"gold is choice {letter}, value is {type(value).__name__}")
-    m = _LETTER.match(value.strip())
-    if m is None:
+    read = _read_letter(value)
+    if read is None:
         return Verdict(False, f"gold is choice {letter}, value {_fmt(value)} is not a choice letter")
-    ok = m.group(1).upper() == letter
-    return Verdict(ok, f"choice {m.group(1).upper()} {'=' if ok else '!='} {letter}")
+    ok = read == letter
+    return Verdict(ok, f"choice {read} {'=' if ok else '!='} {letter}")
 
 
 def _judge_list(value: Any, gold: list[Any], opts: _Opts) -> Verdict:
@@ -451,7 +571,7 @@ def _value_number(value: Any) -> _Num | Verdict:
     if _is_number(value):
         return _Num(value)
     if isinstance(value, str):
-        parsed = parse_number(value)
+        parsed = _read_number(value)
         if parsed is None:
             return Verdict(False, f"value {_fmt(value)} is not a number")
         return _num_from_parsed(parsed, None)
@@ -749,6 +869,12 @@ def _pot_cot_prediction(text: str) -> Any:
         return float(ans)
     except Exception:
         return None
+
+
+def _read_pot(text: str, *, cot: bool, **_options: Any) -> Value:
+    """What `_judge_pot` compares for an answer text (before abs_value)."""
+    read = _pot_cot_prediction(text) if cot else _pot_floatify(text)
+    return read if read is None or isinstance(read, (bool, int, float, str)) else text
 
 
 def _judge_pot(
@@ -1524,12 +1650,14 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
     "default": Preset(
         "default", _judge_default, _DEFAULT_OPTIONS,
         "potrun's strict rules (module docstring)",
+        read=_read_default,
     ),
     "pot": Preset(
         "pot", _judge_pot,
         MappingProxyType({"include_percentage": None, "is_close": None, "abs_value": False, "cot": False}),
         "Program-of-Thoughts tool.finqa_equal after tool.floatify_ans",
         ("rounds both sides to the shorter precision", "include_percentage: gold/100, gold*100"),
+        gsm8k_answer=_gsm8k_float, read=_read_pot,
     ),
     "docmath": Preset(
         "docmath", _judge_docmath, MappingProxyType({"cot": None}),
@@ -1547,6 +1675,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType({
         MappingProxyType({"answer_format": None, "eval_pred": True, "min_score": 1.0}),
         "LongDocURL utils/utils_score_v3.eval_score",
         ("Float rel_tol 0.01 and x100 /100", "character-set rstrip of units", "ordered numeric lists"),
+        gsm8k_answer=_gsm8k_number,
     ),
     "mathqa-rel": Preset(
         "mathqa-rel", _judge_mathqa_rel,

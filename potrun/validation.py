@@ -53,7 +53,6 @@ import math
 import sys
 import time
 import tokenize
-import types
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -261,7 +260,7 @@ class _Settings:
     ignore: frozenset[str]
 
     def __post_init__(self) -> None:
-        from potrun.compare import PRESETS
+        from potrun.comparators import PRESETS
 
         if self.compare not in PRESETS:
             raise UsageError(f"unknown comparator preset {self.compare!r}; known: {', '.join(PRESETS)}")
@@ -477,7 +476,7 @@ def _describe(run: ExecResult) -> str:
 
 
 def _answer_problems(value: Value, answer: Any, answer_field: str, settings: _Settings) -> list[Problem]:
-    from potrun.compare import compare
+    from potrun.comparators import compare
 
     verdict = compare(value, answer, preset=settings.compare, **settings.compare_options)
     if verdict.correct:
@@ -739,16 +738,6 @@ def write_fixed_copy(
         sink.write("\n]\n")
     return changed
 
-
-class _CallableModule(types.ModuleType):
-    """`potrun.validate` is both this module and its function: importing the submodule makes the
-    package attribute the module, so the module calls the function."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Iterator[ValidationReport]:
-        return validate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
     "PROBLEM_CODES",

@@ -1,0 +1,7 @@
+"""`python -m potrun`: the `potrun` command."""
+
+import sys
+
+from potrun.cli import main
+
+sys.exit(main())
