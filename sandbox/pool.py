@@ -21,6 +21,7 @@ import os
 import select
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -142,14 +143,16 @@ class Pool:
         self.replaced = 0
         self.completed = 0  # programs whose results have arrived, for every stream
         self._pending: deque[Job] = deque()  # submitted, not yet sent to a worker (callers append)
-        self._streams: set[Stream] = set()
+        # The streams open. Weak: a caller that vanished without closing its stream (an async generator
+        # collected after its loop closed) takes the stream, and the bytes it held, with it.
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self._arrived: dict[Stream, list[tuple[int, ExecResult | None, int]]] = {}  # this turn's results
-        self._lock = threading.Lock()  # guards _streams, _held and _failure
-        self._held = 0  # bytes of answers delivered to streams and not yet taken out in order
+        self._lock = threading.Lock()  # guards _streams, each stream's cancelled and held, and _failure
         self._failure: BaseException | None = None  # why the pool runs nothing more
         self._wire_ids = itertools.count()
         self._closing = False
         self._in_select = False  # the dispatcher waits for I/O: a submit must wake it
+        self._rationed = False  # held answers are past the budget: only workers with a due program are read
         self._woken = False
         self._wake_read, self._wake_write = -1, -1
         self._dispatcher: threading.Thread | None = None
@@ -266,7 +269,6 @@ class Pool:
         with self._lock:
             stream.cancelled = True
             self._streams.discard(stream)
-            self._held -= stream.held
             stream.held = 0
         stream.done.clear()
 
@@ -277,7 +279,7 @@ class Pool:
             return  # refill by halves: one hand-over (and one wake-up of the dispatcher) per many results
         batch: list[Job] = []
         while not stream.exhausted and stream.issued - stream.next < MAX_AHEAD and stream.outstanding < room:
-            if stream.outstanding and self._held >= MAX_AHEAD_BYTES:
+            if stream.outstanding and self.held_bytes() >= MAX_AHEAD_BYTES:
                 break  # answers wait to be taken: no more until they are (one at least is always allowed)
             request = next(source, _END)
             if request is _END:
@@ -319,10 +321,16 @@ class Pool:
             result, size = stream.done.pop(stream.next)
             if size:
                 with self._lock:
-                    self._held -= size
                     stream.held -= size
             stream.next += 1
+            if self._rationed:
+                self._wake()  # the dispatcher reads only the workers with a due program: one more is due
             yield result
+
+    def held_bytes(self) -> int:
+        """Bytes of the answers delivered to the open streams and not yet taken out in order."""
+        with self._lock:
+            return sum(stream.held for stream in self._streams)
 
     def _submit(self, jobs: list[Job]) -> None:
         if self._failure is not None:
@@ -379,7 +387,8 @@ class Pool:
         busy = [s for s in self.slots if s.inflight]
         now = time.monotonic()
         readable_slots = busy
-        if self._held >= MAX_AHEAD_BYTES:  # read only the workers that hold a result some stream waits for
+        self._rationed = self.held_bytes() >= MAX_AHEAD_BYTES
+        if self._rationed:  # read only the workers that hold a result some stream waits for
             readable_slots = [s for s in busy if any(job.index == job.stream.next for job in s.inflight)]
             for slot in busy:
                 if slot not in readable_slots:
@@ -445,7 +454,6 @@ class Pool:
         with self._lock:
             if stream.cancelled:
                 return
-            self._held += size
             stream.held += size
         self._arrived.setdefault(stream, []).append((job.index, result, size))
 
@@ -455,7 +463,7 @@ class Pool:
         try:
             stream.deliver(arrival)
         except Exception:  # noqa: BLE001 - the caller's side failed, not the pool
-            stream.cancelled = True
+            self.close_stream(stream)
 
     def _lose(self, slot: Slot, why: str) -> None:
         """Replace a worker; retry its programs once (first, before anything submitted later), then

@@ -126,7 +126,24 @@ def test_an_abandoned_stream_leaves_the_pool_clean(box: Sandbox) -> None:
     assert [next(results).value for _ in range(3)] == [0, 1, 2]
     results.close()
     assert run_callers(box, in_batches) == []
-    assert box._pool is not None and box._pool._held == 0 and not box._pool._streams
+    assert box._pool is not None and box._pool.held_bytes() == 0 and not box._pool._streams
+
+
+@pytest.mark.parametrize("policy", ["restricted"])
+def test_a_caller_whose_event_loop_closed_does_not_stop_the_dispatcher(box: Sandbox) -> None:
+    """A task's stream is left open and its loop closed while programs are in flight: their results
+    cannot be handed over; the stream is dropped and every other caller goes on."""
+    loop = asyncio.new_event_loop()
+    results = box.arun_many(["ans = 1"] + ["ans = sum(range(2_000_000))"] * 6)
+    assert loop.run_until_complete(results.__anext__()).value == 1
+    loop.close()
+    assert run_callers(box, in_batches) == []
+    assert box._pool is not None
+    for _ in range(500):  # the dispatcher drops the stream when its last results arrive
+        if not box._pool._streams:
+            break
+        threading.Event().wait(0.02)
+    assert not box._pool._streams and box._pool.held_bytes() == 0
 
 
 def test_closing_while_another_thread_runs_raises_there_and_does_not_hang() -> None:
@@ -195,3 +212,22 @@ def test_an_async_reward_function_awaited_by_many_tasks() -> None:
         assert all(got == [expected] for got, expected in asyncio.run(everything()))
     finally:
         rewards.close()
+
+
+@pytest.mark.parametrize("policy", ["restricted"])
+def test_streams_behind_a_slow_program_with_the_answer_budget_spent(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the bytes of held answers past the budget, the dispatcher reads only the workers that have
+    a program some stream waits for: every stream still gets all of its results, right and in order."""
+    import potrun.sandbox.pool as pool_module
+
+    monkeypatch.setattr(pool_module, "MAX_AHEAD_BYTES", 2_000)
+    slow = "ans = sum(range(3_000_000)) * 0 + 7"
+
+    def caller(box: Sandbox, k: int) -> list[str]:
+        sources = [slow] + [f"ans = 'x' * 500 + '{k}-{n}'" for n in range(40)]
+        results = list(box.run_many(sources))
+        expected = [7] + ["x" * 500 + f"{k}-{n}" for n in range(40)]
+        return [f"caller {k} program {n}" for n, (r, e) in enumerate(zip(results, expected)) if r.value != e]
+
+    assert run_callers(box, caller) == []
+    assert box._pool is not None and box._pool.held_bytes() == 0
