@@ -237,7 +237,9 @@ class _Chain(io.RawIOBase):
             buffer[:size] = self._head[:size]
             self._head = self._head[size:]
             return size
-        data = self._rest.read(len(buffer))
+        # read1: what is there (a pipe's next write), without waiting for a whole buffer of it.
+        read = getattr(self._rest, "read1", self._rest.read)
+        data = read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
@@ -249,7 +251,7 @@ class _Chain(io.RawIOBase):
 def _detect(raw: IO[bytes], path: str | Path) -> tuple[str, io.BufferedReader]:
     """("text" | "parquet", the decompressed stream, positioned at its start). Whether a text is
     JSON Lines or an array is decided by the reader, which reports a stream broken from the start."""
-    head = _read_head(raw, 4)
+    head = _read_until(raw, lambda got: len(got) >= 4 or not any(m.startswith(got) for m in _MAGICS))
     stream = _replay(head, raw)
     if head.startswith(PARQUET_MAGIC):
         return "parquet", stream
@@ -263,13 +265,20 @@ def _detect(raw: IO[bytes], path: str | Path) -> tuple[str, io.BufferedReader]:
     return "text", stream
 
 
-def _read_head(stream: IO[bytes], size: int) -> bytes:
-    """Up to `size` bytes (fewer only at the end): a pipe's read may return less than asked."""
-    parts: list[bytes] = []
-    while size > 0 and (part := stream.read(size)):
-        parts.append(part)
-        size -= len(part)
-    return b"".join(parts)
+_MAGICS = (GZIP_MAGIC, ZSTD_MAGIC, PARQUET_MAGIC)
+
+
+def _read_until(stream: Any, enough: Any) -> bytes:
+    """Bytes read as they come (read1: a pipe's writes, not a full buffer) until `enough(bytes so
+    far)` or the end: a FIFO's first record is seen before its writer sends the next."""
+    got = b""
+    while not enough(got) and (part := stream.read1(CHUNK)):
+        got += part
+    return got
+
+
+def _read_at_least(stream: Any, size: int) -> bytes:
+    return _read_until(stream, lambda got: len(got) >= size)
 
 
 def _extra(kind: str, path: str | Path) -> Any:
@@ -296,16 +305,19 @@ def _stream_errors() -> tuple[type[BaseException], ...]:
 
 def _read_text(stream: io.BufferedReader, max_line_bytes: int) -> Iterator[Record | BadRecord]:
     with stream:
-        try:
-            start = _read_head(stream, CHUNK)
+        try:  # up to the first non-blank byte, which says JSON Lines or array
+            start = _read_until(stream, lambda got: bool(got.lstrip(_BLANK)) or len(got) >= CHUNK)
         except _stream_errors() as exc:
             yield BadRecord(1, f"the input stream is broken from the start: {_reason(exc)}")
             return
         stream = _replay(start, stream)
-        if start.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"[":
+        if start.lstrip(_BLANK)[:1] == b"[":
             yield from _read_array(stream, max_line_bytes)
         else:
             yield from _read_lines(stream, max_line_bytes)
+
+
+_BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace, and a byte-order mark
 
 
 def _read_lines(stream: io.BufferedReader, max_line_bytes: int) -> Iterator[Record | BadRecord]:
@@ -413,11 +425,13 @@ class _ArrayBuffer:
         self.decoder = __import__("codecs").getincrementaldecoder("utf-8")()
         self.text, self.pos, self.line, self.eof = "", 0, 1, False
 
-    def more(self, at_least: int = CHUNK) -> bool:
-        """Read at least `at_least` more bytes (fewer at the end); False at the end of the input."""
+    def more(self, at_least: int = 1) -> bool:
+        """Read what is there, and at least `at_least` bytes (fewer at the end); False at the end.
+        (`at_least` is large only for a large element, so that it is decoded a logarithmic number of
+        times; a stream then waits for that many bytes, or its end, before the element is yielded.)"""
         if self.eof:
             return False
-        data = _read_head(self.stream, at_least)
+        data = _read_at_least(self.stream, at_least)
         self.eof = not data
         try:
             decoded = self.decoder.decode(data, final=self.eof)
@@ -474,7 +488,7 @@ def _decode_element(reader: _ArrayBuffer, max_bytes: int) -> tuple[Any, int]:
             pending = len(reader.text) - reader.pos
             if pending > max_bytes:
                 raise _ArrayBreak(f"an element longer than {max_bytes} bytes, or invalid JSON: {exc.msg}") from None
-            if not reader.more(max(CHUNK, pending)):
+            if not reader.more(pending if pending > CHUNK else 1):
                 raise _ArrayBreak(f"invalid JSON in the array: {exc.msg}") from None
         except RecursionError:
             raise _ArrayBreak(f"JSON nested deeper than {MAX_DEPTH} levels") from None

@@ -291,10 +291,7 @@ def _items(records: str | Path | Iterable[Any]) -> Iterator[Record | BadRecord]:
 
 
 def _read(path: str | Path) -> Iterator[Record | BadRecord]:
-    try:
-        yield from read_records(path)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    yield from read_records(path)  # a line that is not UTF-8 is a BadRecord in its place
 
 
 def _as_item(item: Any, number: int) -> Record | BadRecord:
