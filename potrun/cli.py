@@ -14,6 +14,7 @@ from typing import Any
 from potrun.types import PotrunError, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_NOTHING_SCORED = EXIT_FAILED  # check: no record was scored (all skipped, bad or without a gold)
 EXIT_INTERRUPTED = 130
 
 
@@ -99,7 +100,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         write_text_output("--summary-json", args.summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
     if summary.scored == 0:
         _warn_nothing_scored(summary, options, first.data, golds)
-        return EXIT_FAILED
+        return EXIT_NOTHING_SCORED
+    if summary.no_gold:  # reported even with --quiet: these records are outside the accuracy
+        print(f"potrun: warning: {summary.no_gold} record(s) have no gold in {args.gold} (status no_gold): not run, "
+              f"not in the accuracy's {summary.graded}", file=sys.stderr)  # fmt: skip
     if summary.graded == 0 and not args.quiet:
         print(f"potrun: warning: no record was graded: none has a gold ({', '.join(options.gold_fields)})"
               f"{_fields_hint(first.data)}", file=sys.stderr)  # fmt: skip
@@ -250,25 +254,34 @@ def _warn_nothing_scored(summary: Any, options: Any, first: dict[str, Any] | Non
     print(f"potrun: warning: no record was scored: {summary.total} records = {summary.skipped} skipped "
           f"(no program field: {', '.join(options.code_fields)}) + {summary.bad_record} bad + "
           f"{summary.no_gold} with no gold in --gold", file=sys.stderr)  # fmt: skip
-    if summary.no_gold and golds:
-        gold_id = next(iter(golds))
-        print(f"potrun: the ids are looked for in {', '.join(options.id_fields)}; the gold file's first id is "
-              f"{_shown(gold_id)}", file=sys.stderr)  # fmt: skip
+    if summary.no_gold and golds and first is not None:
+        from potrun.records import first_field
+
+        found = first_field(first, options.id_fields)
+        print(f"potrun: ids are looked for in {', '.join(options.id_fields)}: the first record's id is "
+              f"{_shown_json(found[1] if found else None)}; the gold file's first id is {_shown_json(next(iter(golds)))}",
+              file=sys.stderr)  # fmt: skip
     print(f"potrun:{_fields_hint(first) or ' no line was a JSON object'}", file=sys.stderr)
 
 
 def _fields_hint(first: dict[str, Any] | None) -> str:
-    """'the first record's fields: ...', and the path of its longest text, to point at nested fields."""
-    from potrun.records import longest_text_path
+    """'the first record's fields: ...', and a likely output's path, to point at nested fields."""
+    from potrun.records import likely_output_path
 
     if first is None:
         return ""
     names = [_shown(name) for name in list(first)[:20]] + (["..."] if len(first) > 20 else [])
     hint = f" the first record's fields: {', '.join(names) or '(none)'}"
-    path = longest_text_path(first)
+    path = likely_output_path(first)
     if path is not None and path not in first:
-        hint += f"; its longest text is at {_shown(path)} (nested fields take paths: --code-field {path})"
+        hint += f"; is the model output at {_shown(path)}? (nested fields take paths: --code-field {path})"
     return hint
+
+
+def _shown_json(value: Any) -> str:
+    """A value as JSON (so that "1" and 1 differ), cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _shown(value: Any) -> str:

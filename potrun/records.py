@@ -56,19 +56,31 @@ class Record:
 def read_records(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Record | BadRecord]:
     """Records of a file (or of standard input for `-`), in order, one item per line or row.
 
-    The file is opened and its format detected now, so a missing file or extra raises `InputError`
-    here, before the caller starts anything; the records are read as the iterator is consumed."""
+    The file is opened now, and a regular file's format detected now, so a missing file or extra
+    raises `InputError` here, before the caller starts anything. A stream's first bytes are awaited
+    only when the first record is asked for (its writer may be waiting for our output to open)."""
     if str(path) != STDIN and str(path).endswith(".parquet"):
         return _read_parquet(path)
     raw = _open(path)
+    if is_stream(path):
+        return _read_detected(raw, path, max_line_bytes)
     try:
-        kind, stream = _detect(raw, path)
+        return _from_detected(*_detect(raw, path), path, max_line_bytes)
     except BaseException:
         raw.close()
         raise
+
+
+def _read_detected(raw: IO[bytes], path: str | Path, max_line_bytes: int) -> Iterator[Record | BadRecord]:
+    with raw:
+        yield from _from_detected(*_detect(raw, path), path, max_line_bytes)
+
+
+def _from_detected(kind: str, stream: io.BufferedReader, path: str | Path,
+                   max_line_bytes: int) -> Iterator[Record | BadRecord]:  # fmt: skip
     if kind == "parquet":
         stream.close()
-        if str(path) == STDIN or not _is_regular(path):
+        if is_stream(path):
             raise InputError(f"{_name(path)} is Parquet: give its path (Parquet cannot be read from a pipe)")
         return _read_parquet(path)
     return _read_text(stream, max_line_bytes)
@@ -156,18 +168,25 @@ class FirstRecord:
         return item
 
 
-def longest_text_path(data: Any, limit: int = MAX_DEPTH) -> str | None:
-    """The field path of the longest string in a record (a likely model output), or None."""
-    best: tuple[int, str] | None = None
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+OUTPUT_HINTS = ("resps", "content", "completion", "response", "output", "generated", "prediction", "text")
+
+
+def likely_output_path(data: Any, limit: int = MAX_DEPTH) -> str | None:
+    """The field path of the string in a record most likely to be the model output (to suggest a
+    `--code-field`): one under a step named like an output (`OUTPUT_HINTS`, in that order of
+    preference), else the longest string; None when the record has no string."""
+    best: tuple[int, int, str] | None = None
+    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
     while stack:
-        node, path, depth = stack.pop()
-        if isinstance(node, str) and path and (best is None or len(node) > best[0]):
-            best = (len(node), path)
-        elif depth < limit and isinstance(node, (dict, list)):
+        node, steps = stack.pop()
+        if isinstance(node, str) and steps:
+            rank = min((OUTPUT_HINTS.index(s) for s in steps if s in OUTPUT_HINTS), default=len(OUTPUT_HINTS))
+            candidate = (-rank, len(node), ".".join(steps))
+            best = candidate if best is None or candidate[:2] > best[:2] else best
+        elif len(steps) < limit and isinstance(node, (dict, list)):
             pairs = node.items() if isinstance(node, dict) else enumerate(node)
-            stack.extend((child, f"{path}.{key}" if path else str(key), depth + 1) for key, child in pairs)
-    return best[1] if best is not None else None
+            stack.extend((child, (*steps, str(key))) for key, child in pairs)
+    return best[2] if best is not None else None
 
 
 def _resolve(node: Any, steps: list[str]) -> Any:

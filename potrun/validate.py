@@ -63,7 +63,7 @@ from typing import Any, TextIO
 from potrun.policies import DENIED_ATTRIBUTES, module_allowed
 from potrun.records import Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
-from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
+from potrun.types import BadRecord, ExecResult, Status, UsageError, Value, json_safe
 
 ERROR, WARNING = "error", "warning"
 
