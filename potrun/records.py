@@ -331,9 +331,34 @@ def _read_text(stream: io.BufferedReader, max_line_bytes: int) -> Iterator[Recor
             return
         stream = _replay(start, stream)
         if start.lstrip(_BLANK)[:1] == b"[":
-            yield from _read_array(stream, max_line_bytes)
-        else:
-            yield from _read_lines(stream, max_line_bytes)
+            try:
+                is_array, stream = _is_array(stream, max_line_bytes)
+            except _stream_errors() as exc:
+                yield BadRecord(1, f"the input stream is broken from the start: {_reason(exc)}")
+                return
+            if is_array:
+                yield from _read_array(stream, max_line_bytes)
+                return
+        yield from _read_lines(stream, max_line_bytes)
+
+
+def _is_array(stream: io.BufferedReader, max_line_bytes: int) -> tuple[bool, io.BufferedReader]:
+    """Whether a text that starts with `[` is one JSON array, or JSON Lines whose first line is an
+    array (a bad record of its own, then the other lines): JSON Lines when the first line is a
+    whole JSON value and more follows it. Returns the stream with what was read put back."""
+    first = stream.readline(max_line_bytes + 1)
+    if not first.endswith(b"\n") or not _is_whole_json(first):
+        return True, _replay(first, stream)
+    after = _read_until(stream, lambda got: bool(got.lstrip(_BLANK)) or len(got) >= CHUNK)
+    return not after.lstrip(_BLANK), _replay(first + after, stream)
+
+
+def _is_whole_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or too deep: not a JSON Lines record
+        return False
+    return True
 
 
 _BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace, and a byte-order mark
