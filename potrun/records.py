@@ -345,8 +345,11 @@ def _read_text(stream: io.BufferedReader, max_line_bytes: int) -> Iterator[Recor
 def _is_array(stream: io.BufferedReader, max_line_bytes: int) -> tuple[bool, io.BufferedReader]:
     """Whether a text that starts with `[` is one JSON array, or JSON Lines whose first line is an
     array (a bad record of its own, then the other lines): JSON Lines when the first line is a
-    whole JSON value and more follows it. Returns the stream with what was read put back."""
-    first = stream.readline(max_line_bytes + 1)
+    whole JSON value and more follows it (blank lines before it aside). Returns the stream with what was read put back."""
+    blank = b""
+    while (first := stream.readline(max_line_bytes + 1)) and not first.strip(_BLANK) and len(blank) < CHUNK:
+        blank += first  # blank lines before the first line that says
+    first = blank + first
     if not first.endswith(b"\n") or not _is_whole_json(first):
         return True, _replay(first, stream)
     after = _read_until(stream, lambda got: bool(got.lstrip(_BLANK)) or len(got) >= CHUNK)
@@ -498,6 +501,8 @@ def _array_elements(reader: _ArrayBuffer, max_bytes: int) -> Iterator[Record | B
     reader.pos += 1  # the "[" that _detect saw
     reader.skip_blank()
     if reader.pos < len(reader.text) and reader.text[reader.pos] == "]":
+        reader.pos += 1
+        yield from _after_array(reader)
         return
     while True:
         reader.skip_blank()
@@ -514,9 +519,17 @@ def _array_elements(reader: _ArrayBuffer, max_bytes: int) -> Iterator[Record | B
         separator = reader.text[reader.pos]
         reader.pos += 1
         if separator == "]":
+            yield from _after_array(reader)
             return
         if separator != ",":
             raise _ArrayBreak(f"invalid JSON in the array: expected ',' or ']', found {separator!r}")
+
+
+def _after_array(reader: _ArrayBuffer) -> Iterator[BadRecord]:
+    """Nothing but blanks may follow the array's `]`: anything else is reported, not dropped."""
+    reader.skip_blank()
+    if reader.pos < len(reader.text):
+        yield BadRecord(reader.line, "text after the end of the JSON array (not read)")
 
 
 def _decode_element(reader: _ArrayBuffer, max_bytes: int) -> tuple[Any, int]:

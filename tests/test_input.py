@@ -110,6 +110,23 @@ def test_an_unclosed_or_unseparated_array_is_one_bad_record_at_the_end(tmp_path:
     assert all(isinstance(item, Record) for item in items[:-1])
 
 
+def test_a_jsonl_file_whose_first_line_is_an_array_is_read_as_lines(tmp_path: Path) -> None:
+    path = tmp_path / "preds.jsonl"
+    path.write_bytes(jsonl([[GOOD[0], GOOD[1]], GOOD[2], GOOD[3]]))
+    items = list(read_records(path))
+    assert [type(item) for item in items] == [BadRecord, Record, Record] and items[1].line == 2
+    path.write_bytes(jsonl([[GOOD[0], GOOD[1]]]))  # one line alone: a JSON array file
+    assert [item.data for item in read_records(path) if isinstance(item, Record)] == GOOD[:2]
+
+
+def test_text_after_an_array_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "preds.json"
+    path.write_text("[\n" + json.dumps(GOOD[0]) + "\n]\n" + json.dumps(GOOD[1]) + "\n")
+    items = list(read_records(path))
+    assert isinstance(items[0], Record) and isinstance(items[1], BadRecord) and items[1].line == 4
+    assert "after the end" in items[1].message
+
+
 def test_a_lone_surrogate_in_the_program_is_a_bad_record(tmp_path: Path) -> None:
     path = tmp_path / "preds.jsonl"
     path.write_bytes(jsonl([GOOD[0], {"code": "ans = '\ud800'"}]))
