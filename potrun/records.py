@@ -351,7 +351,10 @@ def _is_array(stream: io.BufferedReader, max_line_bytes: int) -> tuple[bool, io.
         blank += first  # blank lines before the first line that says
     first = blank + first
     if not first.endswith(b"\n") or not _is_whole_json(first):
-        return True, _replay(first, stream)
+        # A broken first line: an array's start only if a JSON value (or the end) follows its "[";
+        # else it is a bad line of a JSON Lines file, whose other lines are still read.
+        after_bracket = first.lstrip(_BLANK)[1:].lstrip(_BLANK)[:1]
+        return (not after_bracket or after_bracket in b'{["]-0123456789tfn'), _replay(first, stream)
     after = _read_until(stream, lambda got: bool(got.lstrip(_BLANK)) or len(got) >= CHUNK)
     return not after.lstrip(_BLANK), _replay(first + after, stream)
 

@@ -111,9 +111,13 @@ def random_jsonl(rng: random.Random, bound: int, lines: int) -> bytes:
     return data
 
 
-def line_count(data: bytes) -> int:
-    """Lines as the reader numbers them: the newline-separated pieces (a last one without newline too)."""
-    return data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+def line_count(data: bytes) -> int | None:
+    """Lines as the reader numbers them: the newline-separated pieces (a last one without newline too);
+    None for a file of one line that starts with "[": a JSON array, its elements the records."""
+    lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+    if data.lstrip()[:1] == b"[" and len(data.strip().splitlines()) <= 1:
+        return None
+    return lines
 
 
 def assert_accounted(results: list[dict[str, Any]], lines: int | None, *, broken: bool = False) -> None:
