@@ -401,25 +401,27 @@ def parse_line(raw: bytes, number: int, *, last: bool = False) -> Record | BadRe
         return BadRecord(number, f"invalid UTF-8 at byte {exc.start + 1} of the line")
     if number == 1:
         text = text.removeprefix("\ufeff")  # a byte-order mark some editors write
-    if not text.strip():
-        return BadRecord(number, "empty line")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if not text.strip():
+            return BadRecord(number, "empty line")
         hint = " (the last line, without an end of line: truncated?)" if last else ""
         return BadRecord(number, f"invalid JSON: {exc.msg} (column {exc.colno}){hint}")
     except RecursionError:
         return BadRecord(number, f"JSON nested deeper than {MAX_DEPTH} levels")
     except ValueError as exc:  # e.g. an integer of more digits than int() converts
         return BadRecord(number, f"invalid JSON: {_reason(exc)}")
-    return as_record(data, number)
+    # Nesting deeper than MAX_DEPTH needs more brackets than that: most lines are not walked at all.
+    return as_record(data, number, maybe_deep=raw.count(b"[") + raw.count(b"{") > MAX_DEPTH)
 
 
-def as_record(data: Any, number: int) -> Record | BadRecord:
-    """A decoded JSON value as a Record, or a BadRecord when it is not an object or too deep."""
+def as_record(data: Any, number: int, *, maybe_deep: bool = True) -> Record | BadRecord:
+    """A decoded JSON value as a Record, or a BadRecord when it is not an object or too deep
+    (`maybe_deep=False`: the caller knows it cannot be)."""
     if not isinstance(data, dict):
         return BadRecord(number, f"a record must be a JSON object, not {_json_type(data)}")
-    if too_deep(data, MAX_DEPTH):
+    if maybe_deep and too_deep(data, MAX_DEPTH):
         return BadRecord(number, f"JSON nested deeper than {MAX_DEPTH} levels")
     return Record(number, data)
 
@@ -513,7 +515,9 @@ def _array_elements(reader: _ArrayBuffer, max_bytes: int) -> Iterator[Record | B
             raise _ArrayBreak("the JSON array is not closed")
         start_line = reader.line
         data, end = _decode_element(reader, max_bytes)
-        yield as_record(data, start_line)
+        text = reader.text
+        brackets = text.count("[", reader.pos, end) + text.count("{", reader.pos, end)
+        yield as_record(data, start_line, maybe_deep=brackets > MAX_DEPTH)
         reader.line += reader.text.count("\n", reader.pos, end)
         reader.pos = end
         reader.skip_blank()
