@@ -190,8 +190,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from potrun.validate import write_fixed_copy
 
     from potrun.durable import STDOUT, check_output_path
+    from potrun.records import is_stream
 
     _check_presets([args.compare])
+    if args.fix_answers and is_stream(args.gold):
+        raise UsageError("--fix-answers reads GOLDS a second time: give a file, not a stream")
     for option, path in (("--out", args.out), ("--fix-answers", args.fix_answers)):
         if path:
             check_output_path(option, path, inputs=[args.gold])
