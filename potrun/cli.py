@@ -183,14 +183,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from potrun.durable import STDOUT, check_output_path
     from potrun.pipeline import ID_FIELDS
-    from potrun.records import count_records
+    from potrun.records import count_records, is_stream
     from potrun.report import Progress
     from potrun.validate import ANSWER_FIELDS, PROGRAM_FIELDS, ValidationSummary, render_summary, validate
     from potrun.validate import write_fixed_copy
-
-    from potrun.durable import STDOUT, check_output_path
-    from potrun.records import is_stream
 
     _check_presets([args.compare])
     if args.fix_answers and is_stream(args.gold):
@@ -244,6 +242,8 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[str]) -> None:
         raise UsageError("PREDS and --gold cannot both be - (standard input)")
     if args.out == STDOUT and args.summary_json == STDOUT:
         raise UsageError("--out and --summary-json cannot both be - (standard output)")
+    if args.out and args.out == args.summary_json:
+        raise UsageError(f"--out and --summary-json are the same file, {args.out}")
     for option, path in (("--out", args.out), ("--summary-json", args.summary_json)):
         if path:
             check_output_path(option, path, inputs)
@@ -254,9 +254,10 @@ def _warn_nothing_scored(summary: Any, options: Any, first: dict[str, Any] | Non
     if summary.total == 0:
         print("potrun: warning: the input has no records: nothing was scored", file=sys.stderr)
         return
+    no_gold = f" + {summary.no_gold} with no gold in --gold" if golds is not None else ""
     print(f"potrun: warning: no record was scored: {summary.total} records = {summary.skipped} skipped "
-          f"(no program field: {', '.join(options.code_fields)}) + {summary.bad_record} bad + "
-          f"{summary.no_gold} with no gold in --gold", file=sys.stderr)  # fmt: skip
+          f"(no program field: {', '.join(options.code_fields)}) + {summary.bad_record} bad{no_gold}",
+          file=sys.stderr)  # fmt: skip
     if summary.no_gold and golds and first is not None:
         from potrun.records import first_field
 

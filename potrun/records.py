@@ -22,6 +22,7 @@ missing extra, a file that is not Parquet inside) raises `InputError`.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -474,7 +475,7 @@ class _ArrayBuffer:
 
     def __init__(self, stream: io.BufferedReader) -> None:
         self.stream = stream
-        self.decoder = __import__("codecs").getincrementaldecoder("utf-8")()
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.text, self.pos, self.line, self.eof = "", 0, 1, False
 
     def more(self, at_least: int = 1) -> bool:
