@@ -127,6 +127,30 @@ def test_text_after_an_array_is_reported(tmp_path: Path) -> None:
     assert "after the end" in items[1].message
 
 
+WRONG_TYPES = [
+    ({"code": 7, "answer": 1}, "bad_record", None),
+    ({"code": [1, 2], "answer": 1}, "bad_record", None),
+    ({"code": {"src": "ans = 1"}, "answer": 1}, "bad_record", None),
+    ({"code": [], "answer": 1}, "bad_record", None),
+    ({"code": "ans = 1", "answer": {"value": 1}}, "ok", False),
+    ({"code": "ans = 1", "answer": [1]}, "ok", False),
+    ({"code": "ans = 1", "answer": 1, "id": [1, 2]}, "ok", True),
+    ({"code": "ans = 1", "answer": 1, "id": {"a": None}}, "ok", True),
+    ({"code": "ans = 1", "answer": 1, "checklist": "x"}, "bad_record", None),
+    ({"code": "ans = 1", "answer": 1, "checker": 3}, "bad_record", None),
+    ({"code": "ans = 1\u0000", "answer": 1}, "syntax_error", False),
+]
+
+
+def test_wrong_types_in_every_field(tmp_path: Path) -> None:
+    path = tmp_path / "preds.jsonl"
+    path.write_bytes(jsonl([record for record, _, _ in WRONG_TYPES]))
+    code, summary, results = check(tmp_path, str(path))
+    assert code == 0
+    assert [(r["status"], r["correct"]) for r in results] == [(status, correct) for _, status, correct in WRONG_TYPES]
+    assert [r["id"] for r in results][6:8] == [[1, 2], {"a": None}]
+
+
 def test_a_lone_surrogate_in_the_program_is_a_bad_record(tmp_path: Path) -> None:
     path = tmp_path / "preds.jsonl"
     path.write_bytes(jsonl([GOOD[0], {"code": "ans = '\ud800'"}]))
