@@ -244,9 +244,18 @@ def _replay(head: bytes, rest: IO[bytes]) -> io.BufferedReader:
     return io.BufferedReader(_Chain(head, rest), CHUNK)
 
 
+def _put_back(consumed: bytes, stream: Any) -> Any:
+    """`stream` as if `consumed` (its last bytes read) had not been read: sought back where it can be
+    (a regular file, then read with no wrapper in between), else replayed (a pipe, a decompressor)."""
+    if isinstance(stream, io.BufferedReader) and stream.seekable():
+        stream.seek(-len(consumed), os.SEEK_CUR)
+        return stream
+    return _replay(consumed, stream)
+
+
 class _Chain(io.RawIOBase):
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
-        self._head, self._rest = memoryview(head), rest
+    def __init__(self, head: bytes, rest: IO[bytes], also_close: IO[bytes] | None = None) -> None:
+        self._head, self._rest, self._also_close = memoryview(head), rest, also_close
 
     def readable(self) -> bool:
         return True
@@ -265,6 +274,8 @@ class _Chain(io.RawIOBase):
 
     def close(self) -> None:
         self._rest.close()
+        if self._also_close is not None:  # a decompressor leaves the file it reads open
+            self._also_close.close()
         super().close()
 
 
@@ -272,16 +283,17 @@ def _detect(raw: IO[bytes], path: str | Path) -> tuple[str, io.BufferedReader]:
     """("text" | "parquet", the decompressed stream, positioned at its start). Whether a text is
     JSON Lines or an array is decided by the reader, which reports a stream broken from the start."""
     head = _read_until(raw, lambda got: len(got) >= 4 or not any(m.startswith(got) for m in _MAGICS))
-    stream = _replay(head, raw)
+    stream = _put_back(head, raw)
     if head.startswith(PARQUET_MAGIC):
         return "parquet", stream
     if head.startswith(GZIP_MAGIC):
         import gzip
 
-        return "text", _replay(b"", gzip.GzipFile(fileobj=stream, mode="rb"))  # type: ignore[arg-type]
+        return "text", io.BufferedReader(_Chain(b"", gzip.GzipFile(fileobj=stream, mode="rb"), stream), CHUNK)
     if head.startswith(ZSTD_MAGIC):
         zstandard = _extra("zstd", path)
-        return "text", _replay(b"", zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True))
+        reader = zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True)
+        return "text", io.BufferedReader(_Chain(b"", reader, stream), CHUNK)
     return "text", stream
 
 
@@ -330,7 +342,7 @@ def _read_text(stream: io.BufferedReader, max_line_bytes: int) -> Iterator[Recor
         except _stream_errors() as exc:
             yield BadRecord(1, f"the input stream is broken from the start: {_reason(exc)}")
             return
-        stream = _replay(start, stream)
+        stream = _put_back(start, stream)
         if start.lstrip(_BLANK)[:1] == b"[":
             try:
                 is_array, stream = _is_array(stream, max_line_bytes)
@@ -355,9 +367,9 @@ def _is_array(stream: io.BufferedReader, max_line_bytes: int) -> tuple[bool, io.
         # A broken first line: an array's start only if a JSON value (or the end) follows its "[";
         # else it is a bad line of a JSON Lines file, whose other lines are still read.
         after_bracket = first.lstrip(_BLANK)[1:].lstrip(_BLANK)[:1]
-        return (not after_bracket or after_bracket in b'{["]-0123456789tfn'), _replay(first, stream)
+        return (not after_bracket or after_bracket in b'{["]-0123456789tfn'), _put_back(first, stream)
     after = _read_until(stream, lambda got: bool(got.lstrip(_BLANK)) or len(got) >= CHUNK)
-    return not after.lstrip(_BLANK), _replay(first + after, stream)
+    return not after.lstrip(_BLANK), _put_back(first + after, stream)
 
 
 def _is_whole_json(raw: bytes) -> bool:
@@ -372,11 +384,11 @@ _BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace, and a byte-order mark
 
 
 def _read_lines(stream: io.BufferedReader, max_line_bytes: int) -> Iterator[Record | BadRecord]:
-    number = 0
+    number, readline, limit = 0, stream.readline, max_line_bytes + 1
     while True:
         number += 1
         try:
-            raw = stream.readline(max_line_bytes + 1)
+            raw = readline(limit)
             if not raw:
                 return
             if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
@@ -396,6 +408,17 @@ def _skip_line(stream: io.BufferedReader) -> None:
 
 def parse_line(raw: bytes, number: int, *, last: bool = False) -> Record | BadRecord:
     """One JSON Lines line (bytes, with or without its end of line) as a Record or a BadRecord."""
+    try:  # the common case first, in as few steps as it takes; any doubt goes the careful way
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return _parse_line_carefully(raw, number, last)
+    if type(data) is dict and raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return Record(number, data)
+    return as_record(data, number)
+
+
+def _parse_line_carefully(raw: bytes, number: int, last: bool) -> Record | BadRecord:
+    """A line that did not decode at once: a byte-order mark, or a bad line and its reason."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
