@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from potrun.extractors import extract_program
-from potrun.records import Record, first_present, read_records
+from potrun.records import Record, first_field, read_records
 from potrun.sandbox.api import Sandbox
 from potrun.types import Status
 
@@ -26,9 +26,9 @@ REPEAT = 5  # rounds of each measurement; the report gives medians
 def load_programs(path: str, code_fields: tuple[str, ...], limit: int | None = None) -> list[str]:
     programs = []
     for item in read_records(path):
-        if not isinstance(item, Record) or (field := first_present(item.data, code_fields)) is None:
+        if not isinstance(item, Record) or (found := first_field(item.data, code_fields)) is None:
             continue
-        outputs = item.data[field]
+        outputs = found[1]
         for text in outputs if isinstance(outputs, list) else [outputs]:
             source = extract_program(text).source if isinstance(text, str) else None
             if source is not None:

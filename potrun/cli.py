@@ -1,8 +1,8 @@
 """The `potrun` command (also `python -m potrun`). It only calls the public API.
 
-Exit codes: 0 done; 1 below --fail-under, validation errors, or (`potrun run`) a program whose status
-is not ok; 2 bad usage or unreadable input; 3 (`potrun run`) potrun's own machinery failed
-(sandbox_error); 130 interrupted."""
+Exit codes: 0 done; 1 below --fail-under, no record scored, validation errors, or (`potrun run`) a
+program whose status is not ok; 2 bad usage, unreadable input or an unwritable output; 3 (`potrun
+run`) potrun's own machinery failed (sandbox_error); 130 interrupted."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from potrun.types import PotrunError, Status, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
+EXIT_NOTHING_SCORED = EXIT_FAILED  # check: no record was scored (all skipped, bad or without a gold)
 EXIT_INTERRUPTED = 130
 
 
@@ -40,10 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from potrun.durable import OutputWriter, resume_command, resume_output
+    from potrun.durable import OutputWriter, resume_command, resume_output, write_text_output
     from potrun.engines import make_engine
     from potrun.pipeline import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, CheckOptions, load_golds
-    from potrun.records import count_records, read_records
+    from potrun.records import FirstRecord, count_records, read_records
     from potrun.report import Progress, Summary, render
 
     options = CheckOptions(
@@ -59,17 +60,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         checker_field=args.checker_field or None,
     )
     _check_presets(options.presets)
-    golds = load_golds(args.gold, options.id_fields, options.gold_fields) if args.gold else None
     if args.resume and not args.out:
         raise UsageError("--resume needs --out: the output file of the run to continue")
+    _check_outputs(args, inputs=[args.preds] + ([args.gold] if args.gold else []))
+    golds = load_golds(args.gold, options.id_fields, options.gold_fields) if args.gold else None
+    # Opened now: an unreadable input or a missing extra stops the run before the engine starts.
+    first = FirstRecord(read_records(args.preds, max_line_bytes=args.max_record_mb << 20))
+    records: Iterator[Any] = first
     engine = make_engine(args.engine, _sandbox_options(args), cache=not args.no_cache,
                          ray_address=args.ray_address, ray_actors=args.ray_actors)  # fmt: skip
     summary = Summary(options.presets, settings=_settings(args, engine.sandbox))
-    records, done = read_records(args.preds), 0
+    done = 0
     if args.resume:  # the results already in --out count, and their records are not run again
         records, done = resume_output(args.out, records, id_fields=options.id_fields, presets=options.presets,
                                       add=summary.add)  # fmt: skip
-    total = count_records(args.preds)
+    total = count_records(args.preds)  # None for a stream: it is counted as it comes
     out = OutputWriter(args.out, append=args.resume) if args.out else None
     try:
         # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
@@ -99,7 +104,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not args.quiet:
         render(summary)
     if args.summary_json:
-        Path(args.summary_json).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+        write_text_output("--summary-json", args.summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+    if summary.scored == 0:
+        _warn_nothing_scored(summary, options, first.data, golds)
+        return EXIT_NOTHING_SCORED
+    if summary.no_gold:  # reported even with --quiet: these records are outside the accuracy
+        print(f"potrun: warning: {summary.no_gold} record(s) have no gold in {args.gold} (status no_gold): not run, "
+              f"not in the accuracy's {summary.graded}", file=sys.stderr)  # fmt: skip
+    if summary.graded == 0 and not args.quiet:
+        print(f"potrun: warning: no record was graded: none has a gold ({', '.join(options.gold_fields)})"
+              f"{_fields_hint(first.data)}", file=sys.stderr)  # fmt: skip
     if args.fail_under is not None and summary.accuracy() < args.fail_under:
         print(f"potrun: accuracy {summary.accuracy():.4f} is below --fail-under {args.fail_under}", file=sys.stderr)
         return EXIT_FAILED
@@ -184,13 +198,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from potrun.durable import STDOUT, check_output_path
     from potrun.pipeline import ID_FIELDS
-    from potrun.records import count_records
+    from potrun.records import count_records, is_stream
     from potrun.report import Progress
     from potrun.validation import ANSWER_FIELDS, PROGRAM_FIELDS, ValidationSummary, render_summary, validate
     from potrun.validation import write_fixed_copy
 
     _check_presets([args.compare])
+    if args.fix_answers and is_stream(args.gold):
+        raise UsageError("--fix-answers reads GOLDS a second time: give a file, not a stream")
+    for option, path in (("--out", args.out), ("--fix-answers", args.fix_answers)):
+        if path:
+            check_output_path(option, path, inputs=[args.gold])
     answer_fields = _fields(args.answer_field, ANSWER_FIELDS)
     reports = validate(
         args.gold, program_field=_fields(args.program_field, PROGRAM_FIELDS), answer_field=answer_fields,
@@ -201,7 +221,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     )  # fmt: skip
     summary = ValidationSummary()
     try:
-        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+        out = open(args.out, "w", encoding="utf-8") if args.out and args.out != STDOUT else sys.stdout
     except OSError as exc:
         raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
     try:
@@ -227,6 +247,67 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if summary.with_errors or (args.strict and summary.with_warnings_only):
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[str]) -> None:
+    """Every output path of `check` writable before the run starts (else exit 2, naming it)."""
+    from potrun.durable import STDOUT, check_output_path
+
+    if args.preds == "-" and args.gold == "-":
+        raise UsageError("PREDS and --gold cannot both be - (standard input)")
+    if args.out == STDOUT and args.summary_json == STDOUT:
+        raise UsageError("--out and --summary-json cannot both be - (standard output)")
+    if args.out and args.out == args.summary_json:
+        raise UsageError(f"--out and --summary-json are the same file, {args.out}")
+    for option, path in (("--out", args.out), ("--summary-json", args.summary_json)):
+        if path:
+            check_output_path(option, path, inputs)
+
+
+def _warn_nothing_scored(summary: Any, options: Any, first: dict[str, Any] | None, golds: Any) -> None:
+    """Say loudly why a run scored no record: what was looked for, and what the first record has."""
+    if summary.total == 0:
+        print("potrun: warning: the input has no records: nothing was scored", file=sys.stderr)
+        return
+    no_gold = f" + {summary.no_gold} with no gold in --gold" if golds is not None else ""
+    print(f"potrun: warning: no record was scored: {summary.total} records = {summary.skipped} skipped "
+          f"(no program field: {', '.join(options.code_fields)}) + {summary.bad_record} bad{no_gold}",
+          file=sys.stderr)  # fmt: skip
+    if summary.no_gold and golds and first is not None:
+        from potrun.records import first_field
+
+        found = first_field(first, options.id_fields)
+        print(f"potrun: ids are looked for in {', '.join(options.id_fields)}: the first record's id is "
+              f"{_shown_json(found[1] if found else None)}; the gold file's first id is {_shown_json(next(iter(golds)))}",
+              file=sys.stderr)  # fmt: skip
+    print(f"potrun:{_fields_hint(first) or ' no line was a JSON object'}", file=sys.stderr)
+
+
+def _fields_hint(first: dict[str, Any] | None) -> str:
+    """'the first record's fields: ...', and a likely output's path, to point at nested fields."""
+    from potrun.records import likely_output_path
+
+    if first is None:
+        return ""
+    names = [_shown(name) for name in list(first)[:20]] + (["..."] if len(first) > 20 else [])
+    hint = f" the first record's fields: {', '.join(names) or '(none)'}"
+    path = likely_output_path(first)
+    if path is not None and path not in first:
+        hint += f"; is the model output at {_shown(path)}? (nested fields take paths: --code-field {path})"
+    return hint
+
+
+def _shown_json(value: Any) -> str:
+    """A value as JSON (so that "1" and 1 differ), cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shown(value: Any) -> str:
+    """Input data as a person reads it: JSON, cut short (never a terminal escape)."""
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, str) else json.dumps(value)[1:-1]
+    text = json.dumps(text)[1:-1] if any(ch < " " for ch in text) else text
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # -- shared option groups ---------------------------------------------------------------------------------
@@ -307,11 +388,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands")
 
     check = commands.add_parser("check", help="extract, execute and score a file of model outputs")
-    check.add_argument("preds", help="JSON Lines (or a JSON array) of records")
-    check.add_argument("--code-field", help="field(s) with the model output, comma-separated "
-                                            "(default: code,output,generated,prediction)")  # fmt: skip
-    check.add_argument("--gold-field", help="field(s) with the gold answer (default: answer,ground_truth,gold)")
-    check.add_argument("--id-field", help="field(s) with the record id (default: id,qid,uid,question_id,idx)")
+    check.add_argument("preds", help="JSON Lines or a JSON array (either may be .gz or .zst), or .parquet; "
+                                     "- for standard input")  # fmt: skip
+    check.add_argument("--code-field", help="field(s) with the model output, comma-separated; a field may be a "
+                                            "path (resps.0.0) (default: code,output,generated,prediction)")  # fmt: skip
+    check.add_argument("--gold-field", help="field(s) or path(s) with the gold answer (default: answer,ground_truth,gold)")
+    check.add_argument("--id-field", help="field(s) or path(s) with the record id (default: id,qid,uid,question_id,idx)")
     check.add_argument("--gold", help="a separate file of golds, joined on the id field")
     check.add_argument("--checklist-field", default="checklist",
                        help="field with intermediate values the reasoning must contain (default: checklist)")
@@ -324,8 +406,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--scale", action="store_true", help="apply scale words (3.5 million = 3500000)")
     check.add_argument("--rel-tol", type=float, default=None, help="relative tolerance of the comparator")
     check.add_argument("--k", default=None, help="k values for pass@k, comma-separated (several samples)")
-    check.add_argument("--out", help="write one JSON line per record here")
-    check.add_argument("--summary-json", help="write the summary here")
+    check.add_argument("--out", help="write one JSON line per record here (- for standard output)")
+    check.add_argument("--summary-json", help="write the summary here (- for standard output)")
+    check.add_argument("--max-record-mb", type=_positive_int, default=16,
+                       help="a line (or array element) longer than this is a bad_record, not read (default 16)")
     check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
     check.add_argument("--strict", action="store_true", help="stop at the first bad record (exit 2)")
     check.add_argument("--quiet", action="store_true", help="no progress bar and no table")

@@ -25,15 +25,68 @@ import dataclasses
 import json
 import os
 import shlex
-from collections.abc import Iterable, Iterator
+import stat
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from potrun.pipeline import RecordResult
-from potrun.records import Record, first_present
+from potrun.records import Record, first_field
 from potrun.types import BadRecord, UsageError
 
 RESULT_KEYS = ("line", "id", "status")
+STDOUT = "-"
+
+
+def check_output_path(option: str, path: str | Path, inputs: Sequence[str | Path] = ()) -> None:
+    """Raise `UsageError`, naming the option and the path, unless `path` can be written: checked before
+    a run starts, so that a run never ends in an unwritable output. `-` (standard output), a device
+    and a FIFO need only be writable; a regular file, or a missing one in a writable directory, is
+    opened for appending (nothing is truncated; a file created by the check is removed again); a
+    directory, or one of `inputs` itself, is refused."""
+    if str(path) == STDOUT:
+        return
+    try:
+        status: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        status = None
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror}") from None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise UsageError(f"{option} {path}: it is a directory")
+    if status is not None and any(_same_file(path, source) for source in inputs):
+        raise UsageError(f"{option} {path} is an input file of this run: writing it would destroy what is read")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"{option} {path}: cannot write: permission denied")
+        return  # a FIFO or a device: opening it here could block, or be its reader's only open
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write: {exc.strerror}") from None
+    if status is None:
+        Path(path).unlink(missing_ok=True)
+
+
+def _same_file(path: str | Path, source: str | Path) -> bool:
+    try:
+        return str(source) != STDOUT and os.path.samefile(path, source)
+    except OSError:
+        return False
+
+
+def write_text_output(option: str, path: str | Path, text: str) -> None:
+    """Write `text` to `path` (standard output for `-`); a failure is a `UsageError` naming both."""
+    try:
+        if str(path) == STDOUT:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write: {exc.strerror}") from None
 
 
 def result_from_json(data: dict[str, Any], presets: tuple[str, ...]) -> RecordResult:
@@ -54,8 +107,8 @@ def record_identity(item: Record | BadRecord, id_fields: tuple[str, ...]) -> tup
     """(line, id) of an input record, as its result line shows them."""
     if isinstance(item, BadRecord):
         return item.line, None
-    id_field = first_present(item.data, id_fields)
-    return item.line, item.data[id_field] if id_field is not None else item.line
+    found = first_field(item.data, id_fields)
+    return item.line, found[1] if found is not None else item.line
 
 
 def resume_output(
@@ -69,8 +122,11 @@ def resume_output(
     """Take the results already in `path`; return the records still to run and how many were done.
 
     `add(result)` receives each result already there (the summary's `add`). A missing file is an empty
-    one (a first run with --resume starts from the beginning)."""
+    one (a first run with --resume starts from the beginning). Resuming needs a regular file: a
+    stream cannot be read back, nor cut at a torn line."""
     remaining = iter(records)
+    if str(path) == STDOUT or (os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode)):
+        raise UsageError(f"--resume needs --out to be a regular file, not {'standard output' if str(path) == STDOUT else path}")
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
@@ -116,22 +172,33 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
 
 
 class OutputWriter:
-    """Appends one JSON line per result, each in one write call as it comes (no buffer to lose)."""
+    """Appends one JSON line per result, each in one write call as it comes (no buffer to lose).
+
+    `-` is standard output. A pipe, a FIFO or a device (`/dev/stdout`) is written the same way but
+    never sought: only a regular file has a torn line to cut at close."""
 
     def __init__(self, path: str | Path, *, append: bool = False) -> None:
         try:
-            self._file = open(path, "ab" if append else "wb", buffering=0)
+            if str(path) == STDOUT:
+                sys.stdout.flush()
+                self._file = open(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+            else:
+                self._file = open(path, "ab" if append else "wb", buffering=0)
         except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+            raise UsageError(f"--out {path}: cannot write: {exc.strerror}") from None
         self.path = path
-        self.offset = self._file.seek(0, os.SEEK_END)  # the end of the last complete line
+        self.regular = stat.S_ISREG(os.fstat(self._file.fileno()).st_mode)
+        self.offset = self._file.seek(0, os.SEEK_END) if self.regular else 0  # the end of the last whole line
         self.written = 0
 
     def write(self, result: RecordResult) -> None:
         data = (json.dumps(result.to_json()) + "\n").encode()
         view = memoryview(data)
-        while view:
-            view = view[self._file.write(view) :]
+        try:
+            while view:
+                view = view[self._file.write(view) :]
+        except OSError as exc:  # a full disk, or the reader of a pipe gone (BrokenPipeError)
+            raise UsageError(f"--out {self.path}: cannot write: {exc.strerror}") from None
         self.offset += len(data)
         self.written += 1
 
@@ -139,9 +206,12 @@ class OutputWriter:
         if self._file.closed:
             return
         # An interruption inside a write (between two partial writes) would leave a torn line: cut it.
-        if self._file.seek(0, os.SEEK_END) != self.offset:
+        if self.regular and self._file.seek(0, os.SEEK_END) != self.offset:
             self._file.truncate(self.offset)
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:  # a pipe whose reader is gone: every whole line was already written
+            pass
 
 
 def resume_command(args: argparse.Namespace, parser: argparse.ArgumentParser, program: str = "potrun") -> str:

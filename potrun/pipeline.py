@@ -3,8 +3,12 @@
     record --map fields--> samples --extract--> program | answer --sandbox--> value --compare--> verdict
 
 Records stream through: nothing is loaded whole, and results come back in input order while the
-sandbox works ahead. Every input line gets exactly one result: scored, skipped (no program field) or
+sandbox works ahead. Every input line gets exactly one result: scored, skipped (no program field),
+no_gold (a separate gold file has no gold for its id: not run, since nothing could grade it) or
 bad_record (with its line and field).
+
+Field names are field paths (`potrun.records.field_value`): `resps.0.0`, `doc.answer`,
+`response.body.choices.0.message.content`; a literal key with dots in it is tried first.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from potrun.checklists import ProcessGold, ProcessGoldError, read_process_gold, score_process
 from potrun.comparators import PRESETS, compare, read_answer
 from potrun.extractors import classify_output, extract_answer, extract_program
-from potrun.records import Record, first_present, read_records
+from potrun.records import Record, first_field, read_records
 from potrun.sandbox.api import Sandbox
 from potrun.scoring import majority_vote, pass_at_k
 from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
@@ -30,6 +34,8 @@ ID_FIELDS = ("id", "qid", "uid", "question_id", "idx")
 MODES = ("pot", "cot", "auto")
 SKIPPED = "skipped"
 BAD_RECORD = "bad_record"
+NO_GOLD = "no_gold"
+NOT_RUN = (SKIPPED, BAD_RECORD, NO_GOLD)  # statuses of records that were not executed
 NO_PROGRAM = "no_program"
 TRUNCATED = "truncated"
 
@@ -109,7 +115,7 @@ class RecordResult:
 
     @property
     def scored(self) -> bool:
-        return self.status not in (SKIPPED, BAD_RECORD)
+        return self.status not in NOT_RUN
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -132,16 +138,17 @@ class RecordResult:
 
 
 def load_golds(path: str | Path, id_fields: tuple[str, ...], gold_fields: tuple[str, ...]) -> dict[Any, Any]:
-    """A gold file joined on the id field: small enough to hold (one value per question)."""
+    """A gold file joined on the id field: small enough to hold (one value per question). Any bad line
+    is an `InputError`: a gold file with holes would grade records silently against nothing."""
     golds: dict[Any, Any] = {}
     for item in read_records(path):
         if isinstance(item, BadRecord):
             raise InputError(f"{path}: {item}")
-        id_field, gold_field = first_present(item.data, id_fields), first_present(item.data, gold_fields)
-        if id_field is None or gold_field is None:
+        id_found, gold_found = first_field(item.data, id_fields), first_field(item.data, gold_fields)
+        if id_found is None or gold_found is None:
             raise InputError(f"{path}: line {item.line}: needs an id ({'/'.join(id_fields)}) and a gold "
                              f"({'/'.join(gold_fields)})")  # fmt: skip
-        golds[_hashable(item.data[id_field])] = item.data[gold_field]
+        golds[_hashable(id_found[1])] = gold_found[1]
     return golds
 
 
@@ -183,28 +190,32 @@ def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any,
     if isinstance(item, BadRecord):
         return Prepared(item.line, None, outcome=BAD_RECORD, message=item.message)
     data = item.data
-    id_field = first_present(data, options.id_fields)
-    record_id = data[id_field] if id_field is not None else item.line
+    id_found = first_field(data, options.id_fields)
+    record_id = id_found[1] if id_found is not None else item.line
     prepared = Prepared(item.line, record_id)
-    code_field = first_present(data, options.code_fields)
-    if code_field is None:
+    code_found = first_field(data, options.code_fields)
+    if code_found is None:
         prepared.outcome = SKIPPED
         prepared.message = f"no program field ({'/'.join(options.code_fields)})"
         return prepared
-    outputs = data[code_field]
+    code_field, outputs = code_found
     outputs = outputs if isinstance(outputs, list) else [outputs]
     if not outputs or not all(isinstance(text, str) for text in outputs):
         prepared.outcome = BAD_RECORD
         prepared.message = f"field {code_field!r} must be a string or a non-empty list of strings"
+        return prepared
+    if not all(_is_text(text) for text in outputs):
+        prepared.outcome = BAD_RECORD  # a lone surrogate (JSON "\ud800") cannot be sent as UTF-8
+        prepared.message = f"field {code_field!r} is not text: it has a lone surrogate escape"
         return prepared
     if golds is not None:
         key = _hashable(record_id)
         prepared.has_gold = key in golds
         prepared.gold = golds.get(key)
     else:
-        gold_field = first_present(data, options.gold_fields)
-        prepared.has_gold = gold_field is not None
-        prepared.gold = data[gold_field] if gold_field is not None else None
+        gold_found = first_field(data, options.gold_fields)
+        prepared.has_gold = gold_found is not None
+        prepared.gold = gold_found[1] if gold_found is not None else None
     prepared.samples = [extract_sample(text, options.mode) for text in outputs]
     try:
         prepared.process = read_process_gold(data, outputs[0], prepared.samples[0].mode, options.checklist_field,
@@ -214,7 +225,24 @@ def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any,
         return prepared
     if prepared.process is not None and prepared.process.checker is not None:
         prepared.has_gold = True  # the checker is the gold
+    if golds is not None and not prepared.has_gold:
+        prepared.outcome = NO_GOLD  # counted and reported, not run: nothing could grade it
+        prepared.message = f"no gold for id {_shown(record_id)} in the gold file"
+        prepared.samples = []
     return prepared
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def extract_sample(text: str, mode: str) -> Sample:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from potrun.pipeline import BAD_RECORD, SKIPPED, RecordResult
+from potrun.pipeline import BAD_RECORD, NO_GOLD, SKIPPED, RecordResult
 
 SLOWEST = 5
 
@@ -24,6 +24,7 @@ class Summary:
     total: int = 0
     skipped: int = 0
     bad_record: int = 0
+    no_gold: int = 0  # records whose id the --gold file lacks: not run, not in the accuracy's denominator
     graded: int = 0
     correct: Counter[str] = field(default_factory=Counter)
     status_counts: Counter[str] = field(default_factory=Counter)
@@ -48,6 +49,9 @@ class Summary:
         self.status_counts[result.status] += 1
         if result.status == SKIPPED:
             self.skipped += 1
+            return
+        if result.status == NO_GOLD:
+            self.no_gold += 1
             return
         if result.status == BAD_RECORD:
             self.bad_record += 1
@@ -90,7 +94,7 @@ class Summary:
 
     @property
     def scored(self) -> int:
-        return self.total - self.skipped - self.bad_record
+        return self.total - self.skipped - self.bad_record - self.no_gold
 
     def accuracy(self, preset: str | None = None) -> float:
         return self.correct[preset or self.presets[0]] / self.graded if self.graded else 0.0
@@ -105,7 +109,8 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "total": self.total, "scored": self.scored, "skipped": self.skipped,
-            "bad_record": self.bad_record, "graded": self.graded,
+            "bad_record": self.bad_record, "no_gold": self.no_gold, "graded": self.graded,
+            "ungraded": self.scored - self.graded,
             "correct": self.correct[self.presets[0]], "accuracy": round(self.accuracy(), 6),
             "preset": self.presets[0],
             "accuracy_by_preset": {p: round(self.accuracy(p), 6) for p in self.presets},
@@ -149,11 +154,14 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
         table.add_row("accuracy + checklist", f"{summary.checklist_accuracy():.4f}  "
                       f"({summary.checklist_correct}/{summary.checklist_records} with a checklist)")  # fmt: skip
     table.add_row("execution rate", f"{summary.execution_rate:.4f}")
+    no_gold = f" + {summary.no_gold} no gold" if summary.no_gold else ""
     table.add_row("records", f"{summary.total} = {summary.scored} scored + {summary.skipped} skipped + "
-                  f"{summary.bad_record} bad")  # fmt: skip
+                  f"{summary.bad_record} bad{no_gold}")  # fmt: skip
     for status, count in summary.status_counts.most_common():
         note = f"  ({', '.join(f'{k} {v}' for k, v in summary.timeouts.items())})" if status == "timeout" else ""
         table.add_row(f"  {status}", f"{count}{note}")
+    if summary.scored > summary.graded:
+        table.add_row("not graded", f"{summary.scored - summary.graded} (run, but no gold to compare with)")
     if summary.isolation_counts:
         table.add_row("tiers", ", ".join(f"{k} {v}" for k, v in summary.isolation_counts.most_common()))
     if summary.extraction_counts:

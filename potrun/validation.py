@@ -62,7 +62,7 @@ from typing import Any, TextIO
 from potrun.policies import DENIED_ATTRIBUTES, module_allowed
 from potrun.records import Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
-from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
+from potrun.types import BadRecord, ExecResult, Status, UsageError, Value, json_safe
 
 ERROR, WARNING = "error", "warning"
 
@@ -290,10 +290,7 @@ def _items(records: str | Path | Iterable[Any]) -> Iterator[Record | BadRecord]:
 
 
 def _read(path: str | Path) -> Iterator[Record | BadRecord]:
-    try:
-        yield from read_records(path)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    yield from read_records(path)  # a line that is not UTF-8 is a BadRecord in its place
 
 
 def _as_item(item: Any, number: int) -> Record | BadRecord:

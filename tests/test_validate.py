@@ -228,9 +228,10 @@ def test_cli_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["validate", str(tmp_path / "nope.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
     binary = tmp_path / "binary.jsonl"
-    binary.write_bytes(b"\xff\xfe\x00garbage\n")
-    assert main(["validate", str(binary), "--quiet"]) == 2
-    assert "not UTF-8" in capsys.readouterr().err
+    binary.write_bytes(b"\xff\xfe\x00garbage\n")  # a bad line is a bad_record, as in check: not the end of the run
+    assert main(["validate", str(binary), "--quiet"]) == 1
+    (report,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert report["problems"][0]["code"] == "bad_record" and "invalid UTF-8" in report["problems"][0]["message"]
 
 
 def test_cli_stdout_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
