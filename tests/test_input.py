@@ -21,6 +21,7 @@ from potrun.types import BadRecord
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
+EXAMPLES = REPO / "examples"  # the harness-shaped files are bundled examples (README, "Input")
 EXAMPLE = REPO / "examples" / "docmath_outputs.jsonl"
 GOOD = [{"id": f"r{i}", "code": f"ans = {i} * 2", "answer": i * 2} for i in range(4)]
 
@@ -379,7 +380,7 @@ def test_ids_that_match_no_gold_fail_loudly(tmp_path: Path, capsys: pytest.Captu
 
 def test_a_run_where_every_record_is_skipped_says_which_fields_exist(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    code, summary, results = check(tmp_path, str(DATA / "lm_eval_samples_gsm8k_cot.jsonl"), "--mode", "cot")
+    code, summary, results = check(tmp_path, str(EXAMPLES / "lm_eval_samples_gsm8k_cot.jsonl"), "--mode", "cot")
     err = capsys.readouterr().err
     assert code == 1 and summary["skipped"] == 4 and len(results) == 4
     assert "no record was scored" in err and "code, output, generated, prediction" in err
@@ -413,7 +414,7 @@ def test_field_paths() -> None:
 
 
 def test_lm_eval_log_samples_score_with_flags_alone(tmp_path: Path) -> None:
-    path = DATA / "lm_eval_samples_gsm8k_cot.jsonl"
+    path = EXAMPLES / "lm_eval_samples_gsm8k_cot.jsonl"
     code, summary, results = check(tmp_path, str(path), "--mode", "cot", "--code-field", "resps.0.0",
                                    "--gold-field", "target", "--id-field", "doc_id")  # fmt: skip
     assert code == 0 and [r["id"] for r in results] == [0, 1, 2, 3]
@@ -424,9 +425,9 @@ def test_lm_eval_log_samples_score_with_flags_alone(tmp_path: Path) -> None:
 
 
 def test_openai_batch_output_scores_with_flags_alone(tmp_path: Path) -> None:
-    code, summary, results = check(tmp_path, str(DATA / "openai_batch_output.jsonl"),
+    code, summary, results = check(tmp_path, str(EXAMPLES / "openai_batch_output.jsonl"),
                                    "--code-field", "response.body.choices.0.message.content",
-                                   "--id-field", "custom_id", "--gold", str(DATA / "openai_batch_golds.jsonl"))  # fmt: skip
+                                   "--id-field", "custom_id", "--gold", str(EXAMPLES / "openai_batch_golds.jsonl"))  # fmt: skip
     assert code == 0
     assert [(r["id"], r["status"], r["correct"]) for r in results] == [
         ("request-1", "ok", True), ("request-2", "ok", True), ("request-3", "ok", False),

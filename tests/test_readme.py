@@ -165,6 +165,17 @@ def _validate_gsm8k(out: subprocess.CompletedProcess[str], cwd: Path) -> None:
     assert wrong == 351 + (line_856 == ["wrong_answer"])  # its 87^4 loop: a timeout at 5 s, or wrong at 30
 
 
+def _harness_file(total: int, scored: int, correct: int) -> Callable[[subprocess.CompletedProcess[str], Path], None]:
+    """A harness-shaped example scored with flags alone: every record accounted for."""
+
+    def check(out: subprocess.CompletedProcess[str], cwd: Path) -> None:
+        summary = _summary(cwd)
+        assert out.returncode == 0, out.stderr
+        assert (summary["total"], summary["scored"], summary["correct"]) == (total, scored, correct)
+
+    return check
+
+
 def _exit_0(out: subprocess.CompletedProcess[str], cwd: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip()
@@ -189,6 +200,12 @@ RUN: dict[str, tuple[tuple[str, ...], Callable[[subprocess.CompletedProcess[str]
     "potrun validate ../shared/data/pot/gsm8k_fewshot_codex.jsonl --program-field generated --answer-field answer "
     "--compare pot": (("--timeout", "30", "--quiet"), _validate_gsm8k, True),
     "potrun check examples/puzzles.jsonl --mode auto": (("--quiet", "--summary-json", "summary.json"), _puzzles, False),
+    "potrun check examples/lm_eval_samples_gsm8k_cot.jsonl --mode cot --code-field resps.0.0 --gold-field target "
+    "--id-field doc_id": (("--quiet", "--summary-json", "summary.json"), _harness_file(4, 4, 3), False),
+    # one record's id is missing from the gold file: no_gold, counted, not in the accuracy
+    "potrun check examples/openai_batch_output.jsonl --code-field response.body.choices.0.message.content "
+    "--id-field custom_id --gold examples/openai_batch_golds.jsonl":
+        (("--quiet", "--summary-json", "summary.json"), _harness_file(5, 3, 2), False),
     "potrun doctor": ((), _exit_0, False),
     "potrun image build --help": ((), _exit_0, False),
     "potrun --version": ((), _version, False),
@@ -231,6 +248,8 @@ ELSEWHERE = {
     "python bench/docker_vs_process.py": DOCKER,
     "pip install 'potrun[ray]'": NETWORK,
     "pip install 'potrun[docker]'": NETWORK,
+    "pip install 'potrun[parquet]'": NETWORK,
+    "pip install 'potrun[zstd]'": NETWORK,
     "ray start --head": CLUSTER,
     "ray start --address HEAD:6379": CLUSTER,
     "potrun check PREDS --engine ray [--ray-address ADDR] [--ray-actors N] [--workers W]": CLUSTER,
@@ -239,6 +258,7 @@ ELSEWHERE = {
     "python bench/kill_latency.py": LONG,
     "python bench/scale.py": LONG,
     "python bench/extract_speed.py": LONG,
+    "python bench/threaded_rewards.py": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --workers 2": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --policy trusted --isolation fork": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --isolation fork": LONG,
@@ -257,6 +277,8 @@ TEXT = {
         "test_validate_output_example",
     "potrun/      types (leaf), records, pipeline, comparators, scoring, checklists, validation, report,":
         "test_layout_names_real_modules",
+    "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout":
+        "tests/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
 }  # fmt: skip
 
 ITEMS = readme_items(README.read_text(encoding="utf-8"))
