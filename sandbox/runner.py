@@ -173,6 +173,7 @@ class Runner:
         self._sink: OutputSink | None = None
         self._cpu_backstop: float | None = None  # CPU time before which a warm runner's rlimit cannot strike
         self._timer: CpuTimer | None = None  # made in the process that runs programs (a fork: its own)
+        self.cpu_used = 0.0  # this process's CPU time when its last program ended (time.process_time)
         self._base_depth: int | None = None  # frames below the program's, measured at its first run
 
     def prepare(self, source: str) -> None:
@@ -231,7 +232,8 @@ class Runner:
         result["id"] = request.id
         result["isolation"] = "warm" if self.warm else "fork"
         result["wall_s"] = time.perf_counter() - wall0
-        result["cpu_s"] = time.process_time() - cpu0
+        self.cpu_used = time.process_time()
+        result["cpu_s"] = self.cpu_used - cpu0
         if sink.stdout.tail:
             result["stdout"] = sink.stdout.tail
         if sink.stderr.tail:

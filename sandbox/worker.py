@@ -94,10 +94,10 @@ _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
 WARM_POLICY = "restricted"  # warm runners run pure programs of any policy; this one's spec makes them
 # A runner's death by one of these is its CPU limit (the timer's SIGPROF; RLIMIT_CPU's SIGXCPU, or
 # SIGKILL where soft = hard) when its rusage shows at least CPU_CONFIRM of the limit: the exact timer
-# ends it at or just past the limit; the setitimer fallback counts by the tick, which strays by a few
-# percent under load.
+# ends it at or just past the limit; the setitimer fallback (`cputimer`) counts by the tick, and was
+# seen to end a program at 0.93 of its limit on a heavily loaded machine.
 CPU_LIMIT_SIGNALS = frozenset({cputimer.SIGNAL, signal.SIGXCPU, signal.SIGKILL})
-CPU_CONFIRM = 0.95
+CPU_CONFIRM = 0.8
 
 
 class Request:
@@ -660,9 +660,10 @@ class AnswerPipe:
             self.capacity = 0  # unknown: no stamps
         self._unread = bytearray(4)
 
-    def send(self, body: bytes, flags: int) -> None:
+    def send(self, body: bytes, flags: int, cpu: float) -> None:
+        """`cpu`: the runner's CPU time when it ended the program (no later than now)."""
         stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        _write_all(self.fd, frame(_ANSWER.pack(flags, stamp, time.process_time(), 0) + body))
+        _write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
 
     def _room(self) -> int:
         fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
@@ -673,10 +674,11 @@ def _serve_warm(requests: int, results: int) -> None:
     """A warm runner's life: run the pure programs that come, answer the others with NEEDS_FORK, until
     told to stop or replaced."""
     answers = AnswerPipe(results)
+    runner: Runner | None = None
 
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
-        answers.send(dumps(result), RECYCLE if recycle else 0)
+        answers.send(dumps(result), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
 
     code = 0
     try:
@@ -697,7 +699,7 @@ def _serve_warm(requests: int, results: int) -> None:
                 continue
             result, recycle = runner.run(request_message(queue.popleft()))
             if result is None:  # for a fork; after a memory verdict, this runner is replaced too
-                answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0))
+                answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0), time.process_time())
                 if recycle:
                     return
                 paused = True
