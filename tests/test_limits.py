@@ -203,7 +203,7 @@ def test_the_header_carries_the_wall_net_and_the_body_both_limits() -> None:
     assert decode(body[REQUEST_HEADER.size :])["limits"]["wall_timeout_s"] == 9.0
 
 
-def test_cli_takes_wall_timeout_and_refuses_the_old_cpu_timeout(tmp_path: Any, capsys: Any) -> None:
+def test_cli_takes_wall_timeout_and_refuses_the_old_cpu_timeout(tmp_path: Any) -> None:
     corpus = tmp_path / "in.jsonl"
     corpus.write_text('{"id": 1, "code": "import time\\ntime.sleep(30)\\nans = 1", "answer": 1}\n')
     out = tmp_path / "out.jsonl"
