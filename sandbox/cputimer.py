@@ -59,32 +59,38 @@ _FUNCTIONS = _libc_functions()  # looked up once, in the worker: a runner only c
 
 
 class CpuTimer:
-    """A one-shot CPU-time limit for the calling process (all its threads; not its child processes,
-    which RLIMIT_CPU limits each).
+    """A one-shot CPU-time limit for the process that arms it (all its threads; not its child
+    processes, which RLIMIT_CPU limits each).
 
-    Made in the process it limits; `arm(seconds)` starts it from now, `disarm()` stops it. `precise`
-    says whether it counts exact runtime (the POSIX timer) or the tick's samples (the fallback)."""
+    May be made in one process and armed in another: the worker makes a fork runner's timer once, and
+    each fork, which inherits the object but no timer, creates its own kernel timer on its first
+    `arm` (everything else is made before the fork, where it costs no page faults). `arm(seconds)`
+    starts it from now, `disarm()` stops it. `precise`: it counts exact runtime (the POSIX timer),
+    not the tick's samples (the fallback)."""
 
-    __slots__ = ("_id", "_settime", "_value", "_armed", "_disarmed", "_seconds", "precise")
+    __slots__ = ("_id", "_value", "_armed", "_disarmed", "_event", "_seconds", "precise")
 
     def __init__(self) -> None:
-        self._id: ctypes.c_void_p | None = None
-        self._settime = None
+        self._id: ctypes.c_void_p | None = None  # the kernel timer of the process that armed it
         self._seconds = -1.0  # the limit `_value` holds, so that the same limit builds nothing
         self._value = _Itimerspec()
         self._armed = ctypes.byref(self._value)
         self._disarmed = ctypes.byref(_Itimerspec())
-        if _FUNCTIONS is not None:
-            create, settime = _FUNCTIONS
-            event = _Sigevent(sigev_signo=SIGNAL, sigev_notify=SIGEV_SIGNAL)
-            timer = ctypes.c_void_p()
-            if create(CLOCK_PROCESS_CPUTIME_ID, ctypes.byref(event), ctypes.byref(timer)) == 0:  # type: ignore[operator]
-                self._id, self._settime = timer, settime
-        self.precise = self._id is not None
+        self._event = ctypes.byref(_Sigevent(sigev_signo=SIGNAL, sigev_notify=SIGEV_SIGNAL))
+        self.precise = _FUNCTIONS is not None
+
+    def _create(self) -> None:
+        timer = ctypes.c_void_p()
+        if _FUNCTIONS is None or _FUNCTIONS[0](CLOCK_PROCESS_CPUTIME_ID, self._event, ctypes.byref(timer)) != 0:  # type: ignore[operator]
+            self.precise = False  # (the kernel refused: the fallback, for this process)
+            return
+        self._id = timer
 
     def arm(self, seconds: float) -> None:
         """SIGPROF once the process has used `seconds` more CPU time than now."""
-        if self._settime is None:
+        if self._id is None and self.precise:
+            self._create()
+        if not self.precise:
             signal.setitimer(signal.ITIMER_PROF, seconds)
             return
         if seconds != self._seconds:
@@ -94,13 +100,13 @@ class CpuTimer:
             if whole == 0 and self._value.it_value.tv_nsec == 0:
                 self._value.it_value.tv_nsec = 1  # (zero would disarm it)
             self._seconds = seconds
-        self._settime(self._id, 0, self._armed, None)  # type: ignore[operator]
+        _FUNCTIONS[1](self._id, 0, self._armed, None)  # type: ignore[index,operator]
 
     def disarm(self) -> None:
-        if self._settime is None:
+        if not self.precise:
             signal.setitimer(signal.ITIMER_PROF, 0)
             return
-        self._settime(self._id, 0, self._disarmed, None)  # type: ignore[operator]
+        _FUNCTIONS[1](self._id, 0, self._disarmed, None)  # type: ignore[index,operator]
 
 
 def default_signals() -> None:

@@ -172,7 +172,7 @@ class Runner:
         self._current: RunRequest | None = None
         self._sink: OutputSink | None = None
         self._cpu_backstop: float | None = None  # CPU time before which a warm runner's rlimit cannot strike
-        self._timer: CpuTimer | None = None  # made in the process that runs programs (a fork: its own)
+        self._timer = CpuTimer()  # each process that runs programs arms its own (a fork: on its copy)
         self.cpu_used = 0.0  # this process's CPU time when its last program ended (time.process_time)
         self._base_depth: int | None = None  # frames below the program's, measured at its first run
 
@@ -213,7 +213,7 @@ class Runner:
         sink = self._sink = OutputSink(limits.output_bytes, self._overflow)
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = sink.stdout, sink.stderr  # type: ignore[assignment]
-        timer = self._timer if self._timer is not None else self._make_timer()
+        timer = self._timer
         wall0, cpu0 = time.perf_counter(), time.process_time()
         # From here the kernel ends this process once the program has used its CPU time: the value's
         # conversion and the freeing of what it made count as the program's; the answer does not.
@@ -239,10 +239,6 @@ class Runner:
         if sink.stderr.tail:
             result["stderr"] = sink.stderr.tail
         return result, recycle or (self.warm and not self._pristine())
-
-    def _make_timer(self) -> CpuTimer:
-        self._timer = CpuTimer()
-        return self._timer
 
     def _renew_backstop(self, cpu_s: float) -> None:
         """A warm runner's RLIMIT_CPU, behind its CPU timer: CPU_BACKSTOP programs' worth of CPU time,
@@ -339,8 +335,7 @@ class Runner:
     def _overflow(self) -> None:
         """Past the output limit: answer now and leave, so a program that catches it cannot go on."""
         if self._sink is not None and self._current is not None:
-            if self._timer is not None:
-                self._timer.disarm()  # the verdict is made: the answer's way out is not the program's time
+            self._timer.disarm()  # the verdict is made: the answer's way out is not the program's time
             result = _output_limit_result(self._sink)
             result["id"] = self._current.id
             result["isolation"] = "warm" if self.warm else "fork"

@@ -1,6 +1,7 @@
 """Time limits: CPU time decides a timeout, the wall clock is a safety net (README, "Limits").
 
-Over both policies and both isolation settings, with real runners:
+The CPU timer itself, in a forked child: SIGPROF at the limit (rusage at least the limit), nothing
+once disarmed. Then over both policies and both isolation settings, with real runners:
 - a busy loop and a long C call (`10**10**7`, ~6 s of CPU here) end with `timeout_kind` "cpu", and
   the runner's own CPU accounting shows at least the limit;
 - a trusted `time.sleep` past the wall net ends with "wall"; so does a busy loop whose wall net is set
@@ -20,6 +21,8 @@ import json
 import multiprocessing
 import os
 import platform
+import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +31,7 @@ import pytest
 from conftest import describe
 from potrun import Limits, Sandbox, Status
 from potrun.cli import main
+from potrun.sandbox.cputimer import CpuTimer, default_signals
 from potrun.sandbox.protocol import REQUEST_HEADER, RunRequest, decode, encode_request, request_header, request_message
 from potrun.types import WALL_FLOOR_S, WALL_MULTIPLE, default_wall_timeout
 
@@ -59,6 +63,35 @@ def _assert_cpu_timeout(result: Any, limit: float = CPU_S) -> None:
 
 
 # ---------------------------------------------------------------------------------- the CPU limit
+
+
+def _child_status(timer: CpuTimer, arm_s: float, disarm: bool, burn_s: float) -> tuple[int, float]:
+    """Fork a child that arms `timer` (made here, as the worker makes a fork runner's), disarms it or
+    not, then burns `burn_s` of CPU and exits 0; its wait status and the CPU time it used."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            default_signals()
+            timer.arm(arm_s)
+            if disarm:
+                timer.disarm()
+            started = time.process_time()
+            while time.process_time() - started < burn_s:
+                pass
+        finally:
+            os._exit(0)
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime
+
+
+def test_the_cpu_timer_ends_a_process_at_its_cpu_limit_and_disarms() -> None:
+    timer = CpuTimer()
+    assert timer.precise  # Linux with glibc or musl: the exact clock, not the fallback
+    status, used = _child_status(timer, 0.3, disarm=False, burn_s=5.0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF, status
+    assert used >= 0.3
+    status, used = _child_status(timer, 0.2, disarm=True, burn_s=0.4)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and used >= 0.4, status
 
 
 @pytest.mark.parametrize("source", [BUSY, C_CALL], ids=["busy-loop", "c-call"])
