@@ -279,7 +279,7 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--workers", type=_positive_int, default=None,
                        help="default: the machine's cores (twice that with --isolation fork)")
     group.add_argument("--timeout", type=_positive_float, default=5.0,
-                       help="CPU seconds per program: they decide a timeout, whatever the machine's load")
+                       help="CPU seconds per program: they decide a timeout (waiting for a core does not count)")
     group.add_argument("--wall-timeout", type=_positive_float, default=None,
                        help=f"wall-clock seconds per program, a safety net (default: {WALL_MULTIPLE:g}x --timeout, "
                             f"at least {WALL_FLOOR_S:g})")

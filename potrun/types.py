@@ -87,11 +87,11 @@ def default_wall_timeout(timeout_s: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-program limits, all enforced by the OS (an interval timer and rlimits, SIGKILL of the
+    """Per-program limits, all enforced by the OS (a CPU-clock timer and rlimits, SIGKILL of the
     process group).
 
-    `timeout_s` is the CPU time that decides a timeout (`timeout_kind` "cpu"), the same on an idle and
-    a busy machine; `wall_limit_s` is the wall-clock safety net (`timeout_kind` "wall"):
+    `timeout_s` is the CPU time that decides a timeout (`timeout_kind` "cpu"), which does not count
+    the time a program waits for a core on a busy machine; `wall_limit_s` is the wall-clock safety net (`timeout_kind` "wall"):
     `wall_timeout_s` where given, else `default_wall_timeout(timeout_s)`."""
 
     timeout_s: float = 5.0  # CPU seconds

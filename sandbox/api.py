@@ -20,8 +20,8 @@ class Sandbox:
     ...     box.run("def solution():\\n    return 6 * 7").value
     42
 
-    `timeout`: the CPU seconds a program may use, which decide a timeout (`timeout_kind` "cpu") the
-    same way on an idle and a busy machine. `wall_timeout`: the wall-clock safety net for what burns
+    `timeout`: the CPU seconds a program may use, which decide a timeout (`timeout_kind` "cpu"); they
+    do not count the time a program waits for a core on a busy machine. `wall_timeout`: the wall-clock safety net for what burns
     no CPU (a trusted `time.sleep`; `timeout_kind` "wall"); None: `default_wall_timeout(timeout)`,
     WALL_MULTIPLE times it, at least WALL_FLOOR_S.
 
