@@ -8,7 +8,7 @@ once disarmed. Then over both policies and both isolation settings, with real ru
   below its CPU limit (the warm tier's wall kill);
 - a trusted program that deletes its CPU timer, or ignores SIGPROF (and SIGXCPU), is still stopped
   (RLIMIT_CPU, the backstop); one that sends itself SIGPROF is `crashed`, not a timeout;
-- a program that needs ~0.6 of its CPU limit finishes ok under a CPU hog that the test starts;
+- a program that needs ~0.4 of its CPU limit finishes ok under a CPU hog that the test starts;
 - after a CPU kill the warm runner is replaced and the next program runs right, in the warm tier,
   its CPU time counted from its own start.
 
@@ -202,10 +202,13 @@ def test_a_program_within_its_cpu_limit_finishes_under_a_cpu_hog(policy: str, is
                                                                   request: pytest.FixtureRequest) -> None:  # fmt: skip
     limit = 1.0
     with Sandbox(policy=policy, isolation=isolation, workers=1, timeout=limit, wall_timeout=120) as box:
-        # Sized on the idle machine by CPU time, which the hog does not change: ~0.6 of the limit.
+        # Sized before the hog starts by CPU time, which waiting for a core does not change: ~0.4 of the
+        # limit. (Not more: the same work also costs more CPU time when every core is busy, the
+        # shared caches and the host's other tenants slowing each instruction; on the 2-core VM, 1.3x
+        # to 1.7x was measured, and a program sized to 0.6 of its limit was seen to reach it.)
         probe = box.run(STEPS.format(n=1_000_000))
         assert probe.status is Status.OK and probe.cpu_s > 0, describe(probe)
-        steps = int(1_000_000 * 0.6 * limit / probe.cpu_s)
+        steps = int(1_000_000 * 0.4 * limit / probe.cpu_s)
         request.getfixturevalue("cpu_hog")
         results = list(box.run_many([STEPS.format(n=steps) + f"# {copy}\n" for copy in range(3)]))
     expected = sum(k % 7 for k in range(steps))
