@@ -106,9 +106,9 @@ def test_warm_runner_is_replaced_after_a_cpu_kill_and_counts_each_program_alone(
     assert probe.status is Status.OK and probe.cpu_s > 0, describe(probe)
     steps = STEPS.format(n=int(300_000 * 0.3 / probe.cpu_s))
     first, killed, after, again = tier_box.run_many([steps, BUSY, "ans = 6 * 7", BUSY.replace("x", "y")])
-    assert first.status is Status.OK and first.cpu_s > 0.2, describe(first)
+    assert first.status is Status.OK and first.cpu_s > 0.1, describe(first)
     _assert_cpu_timeout(killed)
-    assert killed.cpu_s < CPU_S + 0.2, describe(killed)
+    assert killed.cpu_s < CPU_S + first.cpu_s / 2, describe(killed)  # not counted from before it
     assert after.status is Status.OK and after.value == 42, describe(after)
     _assert_cpu_timeout(again)
     if tier_box.isolation.value == "warm":
