@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from potrun.types import PotrunError, Status, UsageError
+from potrun.types import WALL_FLOOR_S, WALL_MULTIPLE, PotrunError, Status, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
 EXIT_NOTHING_SCORED = EXIT_FAILED  # check: no record was scored (all skipped, bad or without a gold)
@@ -216,7 +216,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         args.gold, program_field=_fields(args.program_field, PROGRAM_FIELDS), answer_field=answer_fields,
         id_field=_fields(args.id_field, ID_FIELDS), compare=args.compare, compare_options=_compare_options(args),
         slow_fraction=args.slow_fraction, ignore=_fields(args.ignore, ()), policy=args.policy,
-        timeout=args.timeout, cpu_timeout=args.cpu_timeout, memory_mb=args.memory, workers=args.workers,
+        timeout=args.timeout, wall_timeout=args.wall_timeout, memory_mb=args.memory, workers=args.workers,
         backend=args.backend, image=args.image, isolation=args.isolation, entry=args.entry,
     )  # fmt: skip
     summary = ValidationSummary()
@@ -326,7 +326,7 @@ def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> di
         "policy": args.policy,
         "workers": workers or args.workers,
         "timeout": args.timeout,
-        "cpu_timeout": args.cpu_timeout,
+        "wall_timeout": args.wall_timeout,
         "memory_mb": args.memory,
         "isolation": args.isolation,
         "entry": args.entry,
@@ -336,7 +336,8 @@ def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> di
 
 def _settings(args: argparse.Namespace, sandbox: Any) -> dict[str, Any]:
     return {"policy": sandbox.policy.name, "backend": sandbox.backend_name, "isolation": str(sandbox.isolation),
-            "workers": sandbox.workers, "timeout_s": args.timeout, "mode": args.mode}  # fmt: skip
+            "workers": sandbox.workers, "timeout_s": args.timeout,
+            "wall_timeout_s": sandbox.limits.wall_limit_s, "mode": args.mode}  # fmt: skip
 
 
 def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -373,8 +374,11 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
                        help="warm (default for restricted) or fork (always for trusted)")
     group.add_argument("--workers", type=_positive_int, default=None,
                        help="default: the machine's cores (twice that with --isolation fork)")
-    group.add_argument("--timeout", type=_positive_float, default=5.0, help="wall-clock seconds per program")
-    group.add_argument("--cpu-timeout", type=_positive_float, default=None, help="CPU seconds (default: --timeout)")
+    group.add_argument("--timeout", type=_positive_float, default=5.0,
+                       help="CPU seconds per program: they decide a timeout (waiting for a core does not count)")
+    group.add_argument("--wall-timeout", type=_positive_float, default=None,
+                       help=f"wall-clock seconds per program, a safety net (default: {WALL_MULTIPLE:g}x --timeout, "
+                            f"at least {WALL_FLOOR_S:g})")
     group.add_argument("--memory", type=_positive_int, default=2048, help="MB of address space per program")
     group.add_argument("--entry", default="auto",
                        choices=("auto", "solution", "solver", "ans", "answer", "result", "stdout"))

@@ -70,24 +70,45 @@ class Isolation(str, Enum):
         return self.value
 
 
+# The wall-clock safety net, when not given: WALL_MULTIPLE times the CPU limit, at least WALL_FLOOR_S.
+# CPU time decides a timeout; the wall clock only stops what burns no CPU (a trusted `time.sleep`, a
+# blocked read) or what escaped the CPU limits. Under a CPU hog of twice the cores, each of a 2-core
+# machine's runners gets about a third of a core (2 cores shared by 4 hogs and 2 runners): a program
+# that needs all of its CPU limit then takes about 3x that in wall time, so 5x leaves it room. The floor
+# covers a fork's start and the answer's way back, which a small CPU limit leaves no room for.
+WALL_MULTIPLE = 5.0
+WALL_FLOOR_S = 2.0
+
+
+def default_wall_timeout(timeout_s: float) -> float:
+    """The wall-clock safety net for a CPU limit of `timeout_s` seconds."""
+    return max(WALL_MULTIPLE * timeout_s, WALL_FLOOR_S)
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-program limits, all enforced by the OS (rlimits, SIGKILL of the process group)."""
+    """Per-program limits, all enforced by the OS (a CPU-clock timer and rlimits, SIGKILL of the
+    process group).
 
-    timeout_s: float = 5.0  # wall clock
-    cpu_s: float | None = None  # CPU time; None: same as timeout_s
+    `timeout_s` is the CPU time that decides a timeout (`timeout_kind` "cpu"), which does not count
+    the time a program waits for a core on a busy machine; `wall_limit_s` is the wall-clock safety net (`timeout_kind` "wall"):
+    `wall_timeout_s` where given, else `default_wall_timeout(timeout_s)`."""
+
+    timeout_s: float = 5.0  # CPU seconds
+    wall_timeout_s: float | None = None  # wall-clock seconds; None: default_wall_timeout(timeout_s)
     memory_mb: int = 2048  # address space of the program's process
     output_bytes: int = 1_000_000  # stdout + stderr + the result's encoding
     max_processes: int = 32  # processes the program may have at once (trusted policy only can fork)
 
     @property
-    def cpu_limit_s(self) -> float:
-        return self.timeout_s if self.cpu_s is None else self.cpu_s
+    def wall_limit_s(self) -> float:
+        """The wall-clock limit the worker enforces."""
+        return default_wall_timeout(self.timeout_s) if self.wall_timeout_s is None else self.wall_timeout_s
 
     def to_wire(self) -> dict[str, Any]:
         return {
             "timeout_s": self.timeout_s,
-            "cpu_s": self.cpu_limit_s,
+            "wall_timeout_s": self.wall_limit_s,
             "memory_mb": self.memory_mb,
             "output_bytes": self.output_bytes,
             "max_processes": self.max_processes,
@@ -200,5 +221,8 @@ __all__ = [
     "UsageError",
     "Value",
     "Verdict",
+    "WALL_FLOOR_S",
+    "WALL_MULTIPLE",
+    "default_wall_timeout",
     "json_safe",
 ]

@@ -19,7 +19,7 @@ bad_record             error     the record cannot be validated: invalid JSON, n
                                  program field missing, or not a string (or a list of one string)
 syntax_error           error     the program does not parse
 runtime_error          error     it raised an exception (type and message; line where it was raised)
-timeout                error     it ran past the wall-clock or CPU-time limit
+timeout                error     it ran past the CPU-time limit (or the wall-clock safety net)
 memory_limit           error     it went over the memory limit
 output_limit           error     it printed (or returned) more than the output limit
 crashed                error     its process died (a signal, os._exit)
@@ -36,7 +36,7 @@ no_comment             warning   the program has no `#` comment
 print_only_answer      warning   the answer is printed, not returned
 import_not_allowed     warning   an import outside the restricted allowlist: the gold would not run
                                  under policy="restricted"
-slow                   warning   it ran longer than `slow_fraction` (default 0.1) of the time limit
+slow                   warning   it used more than `slow_fraction` (default 0.1) of its CPU time limit
 =====================  ========  ======================================================================
 
 A record whose only error is `wrong_answer` is `fixable`: the program is fine and the recorded answer
@@ -71,7 +71,7 @@ PROBLEM_CODES: Mapping[str, tuple[str, str]] = {
     "bad_record": (ERROR, "the record cannot be validated (invalid JSON, program field missing or not a string)"),
     "syntax_error": (ERROR, "the program does not parse"),
     "runtime_error": (ERROR, "it raised an exception"),
-    "timeout": (ERROR, "it ran past the wall-clock or CPU-time limit"),
+    "timeout": (ERROR, "it ran past the CPU-time limit (or the wall-clock safety net)"),
     "memory_limit": (ERROR, "it went over the memory limit"),
     "output_limit": (ERROR, "it printed or returned more than the output limit"),
     "crashed": (ERROR, "its process died (signal, os._exit)"),
@@ -208,8 +208,8 @@ def validate(
     own; they are started if needed and left open. With `sandbox` alone, each program runs twice
     on it (other worker, same hash seed).
 
-    `ignore`: problem codes to leave out. `slow_fraction`: a run longer than this fraction of the
-    time limit is reported as `slow`.
+    `ignore`: problem codes to leave out. `slow_fraction`: a run that used more than this fraction of
+    the CPU time limit (`timeout`) is reported as `slow`.
 
     Bad options raise UsageError and an unreadable file InputError at the call; the reports come
     as the returned iterator is consumed.
@@ -412,10 +412,10 @@ def _finish(
     if first.entry == "stdout" and not any(p.code == "print_only_answer" for p in warnings):
         warnings.append(problem("print_only_answer", "the answer was read from the last printed line; "
                                 "return it instead", gold.print_line))  # fmt: skip
-    limit = box.limits.timeout_s
-    took = max(first.wall_s, second.wall_s if second is not None else 0.0)
+    limit = box.limits.timeout_s  # CPU seconds, which decide a timeout
+    took = max(first.cpu_s, second.cpu_s if second is not None else 0.0)
     if first.status is not Status.TIMEOUT and took > settings.slow_fraction * limit:
-        warnings.append(problem("slow", f"ran for {took:.2f} s, {took / limit:.0%} of the {limit:g} s limit"))
+        warnings.append(problem("slow", f"used {took:.2f} s of CPU, {took / limit:.0%} of the {limit:g} s limit"))
     return _report(gold, found + warnings, first, settings)
 
 

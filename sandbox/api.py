@@ -23,6 +23,11 @@ class Sandbox:
     ...     box.run("def solution():\\n    return 6 * 7").value
     42
 
+    `timeout`: the CPU seconds a program may use, which decide a timeout (`timeout_kind` "cpu"); they
+    do not count the time a program waits for a core on a busy machine. `wall_timeout`: the wall-clock safety net for what burns
+    no CPU (a trusted `time.sleep`; `timeout_kind` "wall"); None: `default_wall_timeout(timeout)`,
+    WALL_MULTIPLE times it, at least WALL_FLOOR_S.
+
     `isolation`: "warm" (the default, under either policy: a program that the verifier proves pure,
     unable to reach anything shared, runs in a long-lived warm runner; every other program in a fresh
     fork of the pre-imported worker) or "fork" (a fresh fork for every program). Each result says which
@@ -40,7 +45,7 @@ class Sandbox:
         policy: str = "restricted",
         workers: int | None = None,
         timeout: float = 5.0,
-        cpu_timeout: float | None = None,
+        wall_timeout: float | None = None,
         memory_mb: int = 2048,
         output_bytes: int = 1_000_000,
         isolation: str | None = None,
@@ -49,8 +54,9 @@ class Sandbox:
         image: str | None = None,
     ) -> None:
         self.policy = get_policy(policy)
-        self.limits = Limits(timeout_s=timeout, cpu_s=cpu_timeout, memory_mb=memory_mb, output_bytes=output_bytes)
-        if timeout <= 0 or memory_mb <= 0 or output_bytes <= 0:
+        self.limits = Limits(timeout_s=timeout, wall_timeout_s=wall_timeout, memory_mb=memory_mb,
+                             output_bytes=output_bytes)  # fmt: skip
+        if timeout <= 0 or self.limits.wall_limit_s <= 0 or memory_mb <= 0 or output_bytes <= 0:
             raise UsageError("timeout, memory and output limits must be positive")
         if isolation not in (None, *(tier.value for tier in Isolation)):
             raise UsageError(f"unknown isolation {isolation!r}; choose one of {', '.join(t.value for t in Isolation)}")
@@ -117,7 +123,7 @@ class Sandbox:
                 limits = self.limits
                 self._companions[key] = Sandbox(
                     self.backend_name, policy=policy, workers=min(workers, self.workers), timeout=limits.timeout_s,
-                    cpu_timeout=limits.cpu_s, memory_mb=limits.memory_mb, output_bytes=limits.output_bytes,
+                    wall_timeout=limits.wall_timeout_s, memory_mb=limits.memory_mb, output_bytes=limits.output_bytes,
                     isolation=isolation, entry=str(self.entry), **self._settings,
                 )  # fmt: skip
             return self._companions[key]

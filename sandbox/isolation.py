@@ -376,8 +376,8 @@ class RunnerEntry:
 
     def enter(self, cwd: str, limits: dict[str, Any], keep_fds: tuple[int, ...], fork: bool) -> None:
         """Own session and process group, stdin/stdout/stderr on /dev/null, no other descriptor but
-        `keep_fds`, the directory `cwd`, the memory limit, a fork's CPU limit (a warm runner sets it
-        for each program), fewer privileges."""
+        `keep_fds`, the directory `cwd`, the memory limit, a fork's RLIMIT_CPU (the backstop behind
+        the runner's CPU timer; a warm runner sets its own), fewer privileges."""
         os.setsid()
         os.chdir(cwd)
         for fd in (0, 1, 2):
@@ -390,7 +390,8 @@ class RunnerEntry:
         memory = limits["memory_mb"] * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         if fork:  # a fresh process: none of its CPU time is spent yet; nor may the program raise it
-            soft, _ = cpu_limit(0.0, limits["cpu_s"], self.cpu_hard)
+            # (soft = hard: past it the kernel sends SIGKILL, which no trusted program can ignore)
+            soft, _ = cpu_limit(0.0, limits["timeout_s"], self.cpu_hard)
             resource.setrlimit(resource.RLIMIT_CPU, (soft, soft))
         if self.uid is not None:
             os.setgroups(())
@@ -408,19 +409,25 @@ class RunnerEntry:
             resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"], limits["max_processes"]))
 
 
+# RLIMIT_CPU is the backstop behind the exact CPU timer (`cputimer`): set this far past the timer, so
+# that it strikes only a program that dodged the timer (a trusted one that deleted it or ignores
+# SIGPROF), never first: the kernel checks it against the tick's samples of CPU time, which stray
+# from the exact time by a few percent on a busy machine.
+BACKSTOP_MARGIN_S = 1.0
+
+
 def cpu_limit(used: float, seconds: float, hard: int) -> tuple[int, int]:
-    """RLIMIT_CPU allowing `seconds` more than `used`: SIGXCPU (which kills) at the soft limit, the
-    next whole second after; only the soft limit moves."""
-    soft = int(used + seconds) + 1
+    """RLIMIT_CPU allowing at least `seconds` + BACKSTOP_MARGIN_S more than `used` (it counts whole
+    seconds): SIGXCPU (which kills) at the soft limit; only the soft limit moves."""
+    soft = int(used + seconds + BACKSTOP_MARGIN_S) + 1
     return (soft if hard == resource.RLIM_INFINITY else min(soft, hard)), hard
 
 
 def set_cpu_limit(seconds: float) -> None:
-    """Allow `seconds` more CPU time from now: SIGXCPU (which kills) at the soft limit.
+    """Allow `seconds` more CPU time from now (and the margin): SIGXCPU (which kills) at the soft limit.
 
-    Only the soft limit moves: a warm runner sets it again for every program, and a process that is
-    not root may lower its hard limit but never raise it back. The worker's wall-clock SIGKILL is the
-    backstop for a program that catches SIGXCPU (only a trusted program can)."""
+    Only the soft limit moves: a warm runner sets it again from time to time, and a process that is
+    not root may lower its hard limit but never raise it back."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
     resource.setrlimit(resource.RLIMIT_CPU, cpu_limit(usage.ru_utime + usage.ru_stime, seconds, hard))

@@ -129,7 +129,7 @@ class Slot:
     hello: dict[str, Any] = field(default_factory=dict)
 
     def deadline(self) -> float:
-        head = self.inflight[0].request.limits.timeout_s
+        head = self.inflight[0].request.limits.wall_limit_s
         return self.progress + head + WATCHDOG_GRACE_S
 
 

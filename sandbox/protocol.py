@@ -8,21 +8,21 @@ A request is a `RunRequest`; its frame (potrun -> worker) starts with a fixed bi
 
     kind          B   EXIT, RUN_FORK (a fresh fork, whatever the program) or RUN_TIERED (the warm tier
                       where the verifier proves the program pure, a fork otherwise)
-    timeout_s     d   the program's wall-clock limit
+    wall_s        d   the program's wall-clock limit (the safety net: the CPU limit is the runner's)
     memory_mb     Q   } which warm runner may run it: a runner is kept only
     max_processes Q   } while these stay the same
 
 followed by the request as JSON (`RunRequest.to_wire`)::
 
     {"id": 7, "source": "...", "policy": "restricted", "entry": "auto", "isolation": "warm",
-     "limits": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 2048, ...}}
+     "limits": {"timeout_s": 5, "wall_timeout_s": 25, "memory_mb": 2048, ...}}
 
 The header repeats what the worker needs to schedule a program, so that it can stream a request to its
 warm runner untouched, without decoding the JSON. An exit request is the header alone.
 
 Replies (worker -> potrun) are JSON; potrun refuses a worker whose hello names another protocol::
 
-    {"op": "hello", "pid": 123, "protocol": 3, "capabilities": {...what the worker could enforce...}}
+    {"op": "hello", "pid": 123, "protocol": 4, "capabilities": {...what the worker could enforce...}}
     {"op": "result", "id": 7, "status": "ok", "value": 42, "value_type": "int", "isolation": "warm", ...}
 
 **Every byte from a sandbox is untrusted input.** A runner's answer is checked by the worker
@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 from potrun.sandbox.values import VALUE_TYPES
 from potrun.types import ExecResult, Limits, Status
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4  # 4: the header's limit is the wall net; the CPU limit (timeout_s) decides
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024  # a frame larger than this means a broken or hostile peer
 
@@ -74,7 +74,7 @@ class FrameTooLarge(ProtocolError):
 
 class RequestHeader(NamedTuple):
     kind: int
-    timeout_s: float
+    wall_s: float
     memory_mb: int
     max_processes: int
 
@@ -99,7 +99,7 @@ def encode_request(request: RunRequest, request_id: int | None = None) -> bytes:
     where given: the pool's index of the job)."""
     limits = request.limits
     kind = RUN_TIERED if request.isolation == "warm" else RUN_FORK
-    header = REQUEST_HEADER.pack(kind, limits.timeout_s, limits.memory_mb, limits.max_processes)
+    header = REQUEST_HEADER.pack(kind, limits.wall_limit_s, limits.memory_mb, limits.max_processes)
     message = request.to_wire()
     if request_id is not None:
         message["id"] = request_id
@@ -200,7 +200,8 @@ class RunRequest:
             request = cls(
                 source=_exact(message["source"], str), policy=_exact(message["policy"], str),
                 entry=_exact(message["entry"], str), isolation=_exact(message["isolation"], str),
-                limits=Limits(timeout_s=_number(limits["timeout_s"]), cpu_s=_number(limits["cpu_s"]),
+                limits=Limits(timeout_s=_number(limits["timeout_s"]),
+                              wall_timeout_s=_number(limits["wall_timeout_s"]),
                               memory_mb=_exact(limits["memory_mb"], int),
                               output_bytes=_exact(limits["output_bytes"], int),
                               max_processes=_exact(limits["max_processes"], int)),

@@ -43,6 +43,7 @@ from potrun.policies.restricted import (
     compile_restricted_program,
 )
 from potrun.sandbox import isolation, seeding, values
+from potrun.sandbox.cputimer import CpuTimer
 # The wire's bounds: an error message, an error type's name, the tail of stdout and of stderr, numbers
 # captured. The runner keeps within them; the worker and potrun check them.
 from potrun.sandbox.protocol import MAX_CAPTURED, STREAM_LIMIT, TEXT_LIMIT, TYPE_LIMIT, RunRequest
@@ -51,7 +52,9 @@ ENTRY_VARIABLES = ("ans", "answer", "result")
 COMPILE_CACHE_SIZE = 4096
 RECURSION_DEPTH = 980  # frames a program may nest (Python's default limit, less what a runner used to take)
 PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
-CPU_BACKSTOP = 10  # a warm program's RLIMIT_CPU, in CPU limits, where the wall limit binds first
+# A warm runner's RLIMIT_CPU, in CPU limits: only a backstop behind the exact CPU timer (a pure program
+# cannot dodge the timer), so it is set wide and renewed rarely rather than for every program.
+CPU_BACKSTOP = 10
 
 
 class OutputLimitExceeded(BaseException):
@@ -149,7 +152,7 @@ class Runner:
 
     A warm runner (`warm=True`) is made in its runner process and runs the programs that the verifier
     proves pure, whatever their policy (a pure program does nothing the restricted policy forbids),
-    setting the CPU limit for each and checking after each that nothing outlives it (defence in depth:
+    arming the CPU timer for each and checking after each that nothing outlives it (defence in depth:
     a pure program cannot start a thread or a process). A fork runner is made once per policy, in the
     worker, and each fork runs one program on its own copy of it (its limits entered at the fork); the
     fork is killed afterwards, so there is nothing to check. `send` belongs to the process that runs the
@@ -168,7 +171,9 @@ class Runner:
         self._threads = threading.active_count()
         self._current: RunRequest | None = None
         self._sink: OutputSink | None = None
-        self._cpu_backstop: float | None = None  # CPU time at which the backstop strikes; None: exact limit
+        self._cpu_backstop: float | None = None  # CPU time before which a warm runner's rlimit cannot strike
+        self._timer = CpuTimer()  # each process that runs programs arms its own (a fork: on its copy)
+        self.cpu_used = 0.0  # this process's CPU time when its last program ended (time.process_time)
         self._base_depth: int | None = None  # frames below the program's, measured at its first run
 
     def prepare(self, source: str) -> None:
@@ -199,7 +204,7 @@ class Runner:
         self._current = request
         limits = request.limits
         if self.warm:
-            self._limit_cpu(limits.cpu_limit_s, limits.timeout_s)
+            self._renew_backstop(limits.timeout_s)
             # Warnings are shown once per program, as in a fork: the registries in which the interpreter
             # notes a warning shown (for the program, in the library's module) are emptied on next use.
             warnings._filters_mutated()  # type: ignore[attr-defined]
@@ -208,7 +213,11 @@ class Runner:
         sink = self._sink = OutputSink(limits.output_bytes, self._overflow)
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = sink.stdout, sink.stderr  # type: ignore[assignment]
+        timer = self._timer
         wall0, cpu0 = time.perf_counter(), time.process_time()
+        # From here the kernel ends this process once the program has used its CPU time: the value's
+        # conversion and the freeing of what it made count as the program's; the answer does not.
+        timer.arm(limits.timeout_s)
         try:
             # In a copy of the runner's context: numpy's error state and print options and decimal's
             # context are context variables, and a library call that fails to restore one leaves it
@@ -216,32 +225,27 @@ class Runner:
             # program's stack is the same in either tier).
             result, recycle = contextvars.copy_context().run(self._execute, request, sink)
         finally:
+            timer.disarm()
             sys.stdout, sys.stderr = saved
         if self.warm and (unproven() is not None or result["status"] == "memory_limit"):
             return None, result["status"] == "memory_limit"
         result["id"] = request.id
         result["isolation"] = "warm" if self.warm else "fork"
         result["wall_s"] = time.perf_counter() - wall0
-        result["cpu_s"] = time.process_time() - cpu0
+        self.cpu_used = time.process_time()
+        result["cpu_s"] = self.cpu_used - cpu0
         if sink.stdout.tail:
             result["stdout"] = sink.stdout.tail
         if sink.stderr.tail:
             result["stderr"] = sink.stderr.tail
         return result, recycle or (self.warm and not self._pristine())
 
-    def _limit_cpu(self, cpu_s: float, timeout_s: float) -> None:
-        """RLIMIT_CPU for the next program: `cpu_s` more seconds from now.
-
-        A pure program runs on one thread, so its CPU time cannot outrun its wall time, which the
-        worker enforces from outside: where the CPU limit is no tighter than the wall limit, the rlimit
-        is only a backstop. It is then set CPU_BACKSTOP times wider and set again only when fewer than
-        `cpu_s` + 1 seconds of it are left, instead of three system calls for every program."""
-        if cpu_s < timeout_s:
-            isolation.set_cpu_limit(cpu_s)
-            self._cpu_backstop = None
-            return
+    def _renew_backstop(self, cpu_s: float) -> None:
+        """A warm runner's RLIMIT_CPU, behind its CPU timer: CPU_BACKSTOP programs' worth of CPU time,
+        set again only when less than one program's (and the margin) is left, instead of three system
+        calls for every program."""
         used = time.process_time()
-        if self._cpu_backstop is None or self._cpu_backstop - used < cpu_s + 1:
+        if self._cpu_backstop is None or self._cpu_backstop - used < cpu_s + isolation.BACKSTOP_MARGIN_S:
             isolation.set_cpu_limit(CPU_BACKSTOP * cpu_s)
             self._cpu_backstop = used + CPU_BACKSTOP * cpu_s
 
@@ -331,6 +335,7 @@ class Runner:
     def _overflow(self) -> None:
         """Past the output limit: answer now and leave, so a program that catches it cannot go on."""
         if self._sink is not None and self._current is not None:
+            self._timer.disarm()  # the verdict is made: the answer's way out is not the program's time
             result = _output_limit_result(self._sink)
             result["id"] = self._current.id
             result["isolation"] = "warm" if self.warm else "fork"

@@ -4,8 +4,10 @@ It imports the allowlisted modules once (numpy once its programs need it), isola
 its own PID namespace, an empty network namespace, a subreaper, pids and memory cgroups, a minimal
 root, non-dumpable, a seccomp filter, where the machine has them), then reads run requests as frames
 on stdin and answers on stdout. It never runs a program itself: each program runs in a runner forked
-from it, so that the worker can enforce the limits from outside. The wall-clock limit is SIGKILL of
-the runner's process group; the CPU limit is RLIMIT_CPU; memory is the memory cgroup over all of a
+from it, so that the worker can enforce the limits from outside. The CPU limit, which decides a timeout,
+is the runner's CPU timer (`cputimer`: the kernel ends the runner with SIGPROF at it), with RLIMIT_CPU
+behind it; the wall-clock limit, a safety net several times wider, is SIGKILL of the runner's process
+group; memory is the memory cgroup over all of a
 program's processes, with RLIMIT_AS per process; processes are the pids cgroup (or RLIMIT_NPROC when
 the runner is not root). A runner that ran out
 of time, crashed, or was left in a state that the next program could see is killed and replaced by a
@@ -31,7 +33,7 @@ from typing import Any
 
 from potrun.policies import get_policy
 from potrun.policies.pure import prepare_proxies
-from potrun.sandbox import isolation, memcg, namespace, seccomp, seeding
+from potrun.sandbox import cputimer, isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.protocol import (
     EXIT,
     PROTOCOL_VERSION,
@@ -76,9 +78,10 @@ POLL_S = 0.002  # how often the worker looks for a warm runner's answers while t
 SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
 # A runner's answer to the worker: its flags (RECYCLE: the runner must be replaced; NEEDS_FORK: a warm
 # runner may not run the program, and there is no result), when it finished the program
-# (time.perf_counter: one clock for the worker and the runners it forks), and which PRELOAD_ON_DEMAND
-# modules it holds (a bit each); then the JSON result.
-_ANSWER = struct.Struct(">BdB")
+# (time.perf_counter: one clock for the worker and the runners it forks), the CPU time it had used
+# then (a warm runner's: what its next program's CPU time is counted from, should it be killed), and
+# which PRELOAD_ON_DEMAND modules it holds (a bit each); then the JSON result.
+_ANSWER = struct.Struct(">BddB")
 RECYCLE, NEEDS_FORK = 1, 2
 RESUME = b""  # the frame body that lets a warm runner go on after it answered NEEDS_FORK
 # The largest answer a runner may send: a value of the output limit, every character escaped (\uXXXX),
@@ -89,6 +92,12 @@ FIONREAD = 0x541B  # termios.FIONREAD on Linux: bytes waiting in a pipe
 # keeps its bytes in whole pages.
 _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
 WARM_POLICY = "restricted"  # warm runners run pure programs of any policy; this one's spec makes them
+# A runner's death by one of these is its CPU limit (the timer's SIGPROF; RLIMIT_CPU's SIGXCPU, or
+# SIGKILL where soft = hard) when its rusage shows at least CPU_CONFIRM of the limit: the exact timer
+# ends it at or just past the limit; the setitimer fallback (`cputimer`) counts by the tick, and was
+# seen to end a program at 0.93 of its limit on a heavily loaded machine.
+CPU_LIMIT_SIGNALS = frozenset({cputimer.SIGNAL, signal.SIGXCPU, signal.SIGKILL})
+CPU_CONFIRM = 0.8
 
 
 class Request:
@@ -96,11 +105,11 @@ class Request:
     warm runner gets untouched. The JSON is decoded here only when the worker needs more than the
     header (a fork, or a verdict of its own)."""
 
-    __slots__ = ("warm", "timeout_s", "key", "body", "sent", "_message")
+    __slots__ = ("warm", "wall_s", "key", "body", "sent", "_message")
 
-    def __init__(self, warm: bool, timeout_s: float, key: tuple[int, int], body: bytes) -> None:
+    def __init__(self, warm: bool, wall_s: float, key: tuple[int, int], body: bytes) -> None:
         self.warm = warm  # it may take the warm tier (if the warm runner finds it pure)
-        self.timeout_s = timeout_s
+        self.wall_s = wall_s  # the wall-clock safety net (the CPU limit is the runner's to enforce)
         self.key = key  # the settings a warm runner is made for
         self.body = body
         self.sent = 0.0  # when it went to a warm runner
@@ -135,6 +144,7 @@ class Worker:
         """`host_pid`: this worker's pid as potrun sees it (outside its PID namespace, if
         `pid_namespace`); its cgroups and its runners' uid are named after it."""
         seeding.install()  # before any import makes a generator
+        cputimer.default_signals()  # the CPU limits end a runner by the default actions of signals
         for name in preload:
             try:
                 importlib.import_module(name)
@@ -201,6 +211,7 @@ class Worker:
         # free (a system call pays ~40 ns more, a fork nothing).
         self.seccomp = seccomp.install()
         self.warm: RunnerProcess | None = None
+        self._warm_cpu = 0.0  # the warm runner's CPU time at its last answer (its own stamp)
         self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
         self._trusted_hook = trusted_audit_hook(self.network_isolated)  # added by each trusted fork
         self._open_input = True  # until potrun asks the worker to exit
@@ -300,7 +311,7 @@ class Worker:
                 self._open_input = False
             else:
                 key = (header.memory_mb, header.max_processes)
-                pending.append(Request(header.kind == RUN_TIERED, header.timeout_s, key, body))
+                pending.append(Request(header.kind == RUN_TIERED, header.wall_s, key, body))
         return True
 
     def _dispatch_warm(self, pending: Deque, inflight: Deque) -> None:
@@ -354,9 +365,11 @@ class Worker:
                 self._stop_warm()
                 return self._protocol_violation(inflight.popleft().message, exc, "warm"), True, now
             for body in bodies:
-                flags, stamp, _ = _ANSWER.unpack_from(body)
+                flags, stamp, cpu, _ = _ANSWER.unpack_from(body)
                 head = inflight.popleft()
                 finished = min(stamp, now)
+                if math.isfinite(cpu):
+                    self._warm_cpu = cpu
                 if flags & NEEDS_FORK:  # answers go out before the fork, which may take its whole time
                     self._write(b"".join(out) + self.run_forked(head))
                     out.clear()
@@ -392,7 +405,7 @@ class Worker:
         scratch = self._own_directory("fork")
         runner = self._fork(message, scratch)
         started = time.perf_counter()
-        deadline = started + request.timeout_s
+        deadline = started + request.wall_s
         try:
             while True:
                 remaining = deadline - time.perf_counter()
@@ -424,7 +437,7 @@ class Worker:
         try:
             if len(body) < _ANSWER.size:
                 raise ProtocolError("an answer shorter than its prefix")
-            held = _ANSWER.unpack_from(body)[2]
+            held = _ANSWER.unpack_from(body)[3]
             result = check_result(decode(body[_ANSWER.size :]), request_id=request.id, from_runner=True,
                                   output_bytes=request.limits.output_bytes)  # fmt: skip
         except ProtocolError as exc:
@@ -452,13 +465,20 @@ class Worker:
 
     def _verdict_after_kill(self, runner: RunnerProcess, request: RunRequest, started: float,
                             kind: str) -> bytes:  # fmt: skip
-        _, usage, peak = _reap_status(runner.pid)
+        """The verdict on a runner the worker killed at the wall-clock safety net."""
+        _, used, peak = _reap_status(runner.pid)
+        cpu = self._program_cpu(runner, used)
         self._forget(runner)
-        limit = request.limits.timeout_s
+        limit = request.limits.wall_limit_s
         return encode({"op": "result", "id": request.id, "status": "timeout", "timeout_kind": kind,
                        "error": f"{kind} time limit of {limit:g} s exceeded", "isolation": _tier(runner),
-                       "wall_s": time.perf_counter() - started, "cpu_s": usage,
+                       "wall_s": time.perf_counter() - started, "cpu_s": cpu,
                        "peak_rss_mb": _program_peak(runner, peak)})  # fmt: skip
+
+    def _program_cpu(self, runner: RunnerProcess, used: float) -> float:
+        """The CPU time of the program a dead runner was running: a fork's whole life (`used`, its
+        rusage), a warm runner's since its last answer."""
+        return max(0.0, used - self._warm_cpu) if runner.warm else used
 
     @staticmethod
     def _memory_verdict(request: RunRequest, wall: float, cpu: float, tier: str = "fork",
@@ -471,18 +491,21 @@ class Worker:
                        "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)"})  # fmt: skip
 
     def _verdict_after_death(self, runner: RunnerProcess, request: RunRequest, started: float) -> bytes:
-        status_code, cpu, peak = _reap_status(runner.pid)
+        status_code, used, peak = _reap_status(runner.pid)
+        cpu = self._program_cpu(runner, used)
         self._forget(runner)
         wall = time.perf_counter() - started
         peak_mb = _program_peak(runner, peak)
         base = {"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": _tier(runner),
                 "peak_rss_mb": peak_mb}
-        cpu_limit = request.limits.cpu_limit_s
+        cpu_limit = request.limits.timeout_s
         if os.WIFSIGNALED(status_code):
             sig = os.WTERMSIG(status_code)
             if sig == signal.SIGKILL and self._killed_for_memory():
                 return self._memory_verdict(request, wall, cpu, _tier(runner), peak_mb)
-            if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_limit):
+            # The CPU timer's SIGPROF, the rlimit's SIGXCPU or SIGKILL, confirmed by the kernel's own
+            # account of the runner's CPU time: a program that signals itself earns no timeout by it.
+            if sig in CPU_LIMIT_SIGNALS and cpu >= CPU_CONFIRM * cpu_limit:
                 return encode({**base, "status": "timeout", "timeout_kind": "cpu",
                                "error": f"cpu time limit of {cpu_limit:g} s exceeded"})
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
@@ -509,6 +532,7 @@ class Worker:
         os.close(request_read)
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
+        self._warm_cpu = 0.0
         return RunnerProcess(pid, request_write, result_read, key,
                              FrameReader(_answer_limit(request)), warm=True)  # fmt: skip
 
@@ -647,9 +671,10 @@ class AnswerPipe:
             self.capacity = 0  # unknown: no stamps
         self._unread = bytearray(4)
 
-    def send(self, body: bytes, flags: int) -> None:
+    def send(self, body: bytes, flags: int, cpu: float) -> None:
+        """`cpu`: the runner's CPU time when it ended the program (no later than now)."""
         stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        _write_all(self.fd, frame(_ANSWER.pack(flags, stamp, 0) + body))
+        _write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
 
     def _room(self) -> int:
         fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
@@ -660,10 +685,11 @@ def _serve_warm(requests: int, results: int) -> None:
     """A warm runner's life: run the pure programs that come, answer the others with NEEDS_FORK, until
     told to stop or replaced."""
     answers = AnswerPipe(results)
+    runner: Runner | None = None
 
     def send(result: dict[str, Any], recycle: bool) -> None:
         result.setdefault("op", "result")
-        answers.send(dumps(result), RECYCLE if recycle else 0)
+        answers.send(dumps(result), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
 
     code = 0
     try:
@@ -684,7 +710,7 @@ def _serve_warm(requests: int, results: int) -> None:
                 continue
             result, recycle = runner.run(request_message(queue.popleft()))
             if result is None:  # for a fork; after a memory verdict, this runner is replaced too
-                answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0))
+                answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0), time.process_time())
                 if recycle:
                     return
                 paused = True
@@ -719,7 +745,7 @@ def _send_forked(results: int, modules: int, result: dict[str, Any], recycle: bo
     held = 0
     if len(sys.modules) != modules:
         held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
-    _write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, held) + dumps(result)))
+    _write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + dumps(result)))
 
 
 def _answer_limit(request: RunRequest) -> int:
@@ -737,7 +763,7 @@ def _started(request: Request, finished: float) -> float:
 
 
 def _deadline(request: Request, finished: float) -> float:
-    return _started(request, finished) + request.timeout_s
+    return _started(request, finished) + request.wall_s
 
 
 def _write_all(fd: int, data: bytes) -> None:

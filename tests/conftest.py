@@ -35,7 +35,9 @@ TIMEOUT_S = 2.0  # the hostile programs' limit
 # a core, so the 2 s wall limit would strike first. 512 MiB is ~0.2 s; numpy and sympy still import.
 MEMORY_MB = 512
 CANARY_ENV = "POTRUN_CANARY_SECRET"
-DOCKER_IMAGE = "potrun-sandbox:latest"
+# The image the docker tests run: POTRUN_TEST_IMAGE names another (one's own build, so as not to replace
+# the image others test with); every docker backend the tests make then defaults to it.
+DOCKER_IMAGE = os.environ.get("POTRUN_TEST_IMAGE", "potrun-sandbox:latest")
 WORKER_MODULE = "potrun.sandbox.worker"
 
 BACKENDS = [
@@ -45,6 +47,12 @@ BACKENDS = [
 
 
 # ---------------------------------------------------------------------------------------- backends
+
+
+if DOCKER_IMAGE != "potrun-sandbox:latest":
+    import potrun.sandbox.docker
+
+    potrun.sandbox.docker.DEFAULT_IMAGE = DOCKER_IMAGE
 
 
 @functools.cache

@@ -126,9 +126,10 @@ def test_an_oversized_frame_is_a_protocol_error() -> None:
     [
         {"policy": "trusted", "isolation": "lukewarm"},
         {"timeout": 0},
+        {"wall_timeout": 0},
         {"memory_mb": -1},
     ],
-    ids=["unknown-isolation", "zero-timeout", "negative-memory"],
+    ids=["unknown-isolation", "zero-timeout", "zero-wall-timeout", "negative-memory"],
 )
 def test_bad_options_are_usage_errors(options: dict[str, object]) -> None:
     with pytest.raises(UsageError):

@@ -28,7 +28,7 @@ DATA = Path(__file__).resolve().parent / "data"
 GOLDS = DATA / "golds_validate.jsonl"
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "golds.jsonl"
 GSM8K = Path("/work/shared/data/pot/gsm8k_fewshot_codex.jsonl")
-TIMEOUT = 3.0  # the `timeout` gold never ends; `slow` busy-waits 0.6 s (over 0.1 x 3 s)
+TIMEOUT = 3.0  # the `timeout` gold never ends; `slow` loops for ~1 s of CPU (over 0.1 x 3 s)
 
 # id (or line, for a record without one) -> the problem codes it must get, exactly.
 EXPECTED: dict[str | int, list[str]] = {
