@@ -260,6 +260,7 @@ ELSEWHERE = {
     "python bench/scale.py": LONG,
     "python bench/extract_speed.py": LONG,
     "python bench/threaded_rewards.py": LONG,
+    "python bench/load_independence.py --timeout 10": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --workers 2": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --policy trusted --isolation fork": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --isolation fork": LONG,
