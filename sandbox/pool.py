@@ -277,10 +277,10 @@ class Pool:
         room = self.size * PIPELINE_DEPTH
         if stream.outstanding > room - SUBMIT_BATCH:
             return  # refill by halves: one hand-over (and one wake-up of the dispatcher) per many results
+        if stream.outstanding and self.held_bytes() >= MAX_AHEAD_BYTES:
+            return  # answers wait to be taken: no more until they are (one at least is always allowed)
         batch: list[Job] = []
         while not stream.exhausted and stream.issued - stream.next < MAX_AHEAD and stream.outstanding < room:
-            if stream.outstanding and self.held_bytes() >= MAX_AHEAD_BYTES:
-                break  # answers wait to be taken: no more until they are (one at least is always allowed)
             request = next(source, _END)
             if request is _END:
                 stream.exhausted = True
