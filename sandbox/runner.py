@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import builtins
 import contextvars
-import gc
 import itertools
 import math
 import os

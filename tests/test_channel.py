@@ -8,7 +8,6 @@ it can reach, only its own record may change, and never into `sandbox_error` (po
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 from collections import deque

@@ -128,7 +128,7 @@ def test_warm_and_fork_agree(warm: Sandbox, fork: Sandbox, source: str) -> None:
 
 MARKER_READ = "open('/tmp/potrun-redteam-marker').read()"
 ESCAPES = [
-    ("simplify-string", f"import sympy\nans = str(sympy.simplify(\"__import__('os').popen('id').read()\"))\n"),
+    ("simplify-string", "import sympy\nans = str(sympy.simplify(\"__import__('os').popen('id').read()\"))\n"),
     ("simplify-globals", "import sympy\nans = str(sympy.simplify(\"Symbol.__init__.__globals__['__builtins__']\"))\n"),
     ("lambdify-function-name",
      f"import sympy\nx = sympy.Symbol('x')\nf = sympy.Function(\"{MARKER_READ}\")\nans = str(sympy.nsolve(f(x) - x, x, 1))\n"),
