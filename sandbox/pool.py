@@ -276,7 +276,7 @@ class Pool:
         """Take requests from `source` while the stream's window allows, and hand them over."""
         room = self.size * PIPELINE_DEPTH
         if stream.outstanding > room - SUBMIT_BATCH:
-            return  # refill by halves: one hand-over (and one wake-up of the dispatcher) per many results
+            return  # refill a batch at a time: one hand-over (and one wake-up of the dispatcher) per many results
         if stream.outstanding and self.held_bytes() >= MAX_AHEAD_BYTES:
             return  # answers wait to be taken: no more until they are (one at least is always allowed)
         batch: list[Job] = []
