@@ -35,7 +35,7 @@ class Sandbox:
 
     One Sandbox may be shared: any number of threads may call `run` / `run_many` at once, and asyncio
     tasks `arun` / `arun_many`; each call gets its own results, and the calls' programs share the
-    workers' pipelines (many callers of one program each are batched as one caller of many).
+    workers' pipelines (no lock serializes the callers).
     """
 
     def __init__(

@@ -10,8 +10,7 @@ and replaced; its programs are retried once, then reported as `sandbox_error`. T
 Callers never touch a worker. Each call to `run_many` is a `Stream`: its requests are numbered, queued
 for the dispatcher, and its results come back to it alone, put back in input order by the caller's own
 thread. Any number of threads (and asyncio tasks, `Sandbox.arun_many`) may run streams at once; their
-requests share the workers' pipelines, so many callers asking for one program each are batched as one
-caller asking for many would be.
+requests share the workers' pipelines, and no lock serializes them.
 """
 
 from __future__ import annotations
