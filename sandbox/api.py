@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import aclosing, closing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from potrun.policies import get_policy
 from potrun.sandbox.pool import Arrival, Backend, Pool, default_workers
 from potrun.sandbox.protocol import RunRequest
 from potrun.types import Entry, ExecResult, Isolation, Limits, SandboxUnavailable, UsageError
+
+if TYPE_CHECKING:
+    import asyncio  # imported where a coroutine needs it: every worker imports this module, and asyncio
+    # would double the package's import time
 
 BACKENDS = ("process", "docker")
 
@@ -170,6 +173,8 @@ class Sandbox:
     async def arun_requests(self, requests: Iterable[RunRequest | None]) -> AsyncIterator[ExecResult | None]:
         """`run_requests` for asyncio. (Starting the pool, on first use, blocks the loop meanwhile:
         `await asyncio.to_thread(box.start)` first to avoid it.)"""
+        import asyncio
+
         pool = self._running_pool()
         loop = asyncio.get_running_loop()
         arrivals: asyncio.Queue[Arrival] = asyncio.Queue()
