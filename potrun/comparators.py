@@ -391,11 +391,6 @@ def _read_letter(text: str) -> str | None:
     return m.group(1).upper() if m is not None else None
 
 
-def _read_number(text: str) -> ParsedNumber | None:
-    """The number the text is (`parse_number`): as written, with its percent, scale and unit apart."""
-    return parse_number(text)
-
-
 def _read_default(text: str, **_options: Any) -> Value:
     """The default rules' reading (`read_answer`): a bool, a choice letter, the number as written, or
     the text itself (a phrase, a list written out, "not answerable": compared as text)."""
@@ -405,7 +400,7 @@ def _read_default(text: str, **_options: Any) -> Value:
     letter = _read_letter(text)
     if letter is not None:
         return letter
-    number = _read_number(text)
+    number = parse_number(text)  # as written, with its percent, scale and unit apart
     return number.value if number is not None else text
 
 
@@ -571,7 +566,7 @@ def _value_number(value: Any) -> _Num | Verdict:
     if _is_number(value):
         return _Num(value)
     if isinstance(value, str):
-        parsed = _read_number(value)
+        parsed = parse_number(value)
         if parsed is None:
             return Verdict(False, f"value {_fmt(value)} is not a number")
         return _num_from_parsed(parsed, None)
