@@ -466,19 +466,23 @@ class Worker:
     def _verdict_after_kill(self, runner: RunnerProcess, request: RunRequest, started: float,
                             kind: str) -> bytes:  # fmt: skip
         """The verdict on a runner the worker killed at the wall-clock safety net."""
-        _, used, peak = _reap_status(runner.pid)
-        cpu = self._program_cpu(runner, used)
-        self._forget(runner)
+        _, cpu, peak = self._reap(runner)
         limit = request.limits.wall_limit_s
         return encode({"op": "result", "id": request.id, "status": "timeout", "timeout_kind": kind,
                        "error": f"{kind} time limit of {limit:g} s exceeded", "isolation": _tier(runner),
                        "wall_s": time.perf_counter() - started, "cpu_s": cpu,
-                       "peak_rss_mb": _program_peak(runner, peak)})  # fmt: skip
+                       "peak_rss_mb": peak})  # fmt: skip
 
-    def _program_cpu(self, runner: RunnerProcess, used: float) -> float:
-        """The CPU time of the program a dead runner was running: a fork's whole life (`used`, its
-        rusage), a warm runner's since its last answer."""
-        return max(0.0, used - self._warm_cpu) if runner.warm else used
+    def _reap(self, runner: RunnerProcess) -> tuple[int, float, float | None]:
+        """Wait for a dead runner and close its pipes; return its wait status and the CPU time and peak
+        resident set (MB) of the program it was running. A fork ran one program: its rusage is the
+        program's (its peak counts the pre-imported interpreter's pages it touched). A warm runner ran many: its CPU time counts since its last answer, and its peak,
+        which the kernel keeps one of per process, is not this program's (None)."""
+        status, used, peak = _reap_status(runner.pid)
+        self._forget(runner)
+        if runner.warm:
+            return status, max(0.0, used - self._warm_cpu), None
+        return status, used, peak
 
     @staticmethod
     def _memory_verdict(request: RunRequest, wall: float, cpu: float, tier: str = "fork",
@@ -491,11 +495,8 @@ class Worker:
                        "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)"})  # fmt: skip
 
     def _verdict_after_death(self, runner: RunnerProcess, request: RunRequest, started: float) -> bytes:
-        status_code, used, peak = _reap_status(runner.pid)
-        cpu = self._program_cpu(runner, used)
-        self._forget(runner)
+        status_code, cpu, peak_mb = self._reap(runner)
         wall = time.perf_counter() - started
-        peak_mb = _program_peak(runner, peak)
         base = {"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": _tier(runner),
                 "peak_rss_mb": peak_mb}
         cpu_limit = request.limits.timeout_s
@@ -621,9 +622,7 @@ class Worker:
         """Kill and reap a runner; the program's peak resident set in MB (a fork's), or None (a warm
         runner's peak is its lifetime's, not one program's)."""
         isolation.kill_group(runner.pid)
-        _, _, peak = _reap_status(runner.pid)
-        self._forget(runner)
-        return _program_peak(runner, peak)
+        return self._reap(runner)[2]
 
     def _forget(self, runner: RunnerProcess) -> None:
         for fd in (runner.requests, runner.results):
@@ -782,14 +781,6 @@ def _reap_status(pid: int) -> tuple[int, float, float | None]:
     except ChildProcessError:
         return 0, 0.0, None
     return status, usage.ru_utime + usage.ru_stime, round(usage.ru_maxrss / 1024, 3)
-
-
-def _program_peak(runner: RunnerProcess, peak: float | None) -> float | None:
-    """`peak_rss_mb` of the program a runner ran: a fork ran exactly one, so its peak is the program's
-    (the pre-imported interpreter's pages that it touched included: it is that process's resident set).
-    A warm runner ran many, and the kernel keeps one peak per process: None, not a number that is not
-    this program's."""
-    return None if runner.warm else peak
 
 
 def _remove_directory(path: str) -> None:
