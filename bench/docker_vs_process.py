@@ -89,10 +89,14 @@ def throughput(programs: list[str], workers: int, rounds: int) -> dict[str, dict
     report = {}
     for backend in BACKENDS:
         median = statistics.median(times[backend])
-        report[backend] = {"programs_per_round": len(programs), "rounds": rounds,
-                           "median_round_s": round(median, 4), "programs_per_s": round(len(programs) / median, 1),
-                           "ms_per_program": round(1000 * median / len(programs), 4),
-                           "statuses": statuses[backend]}  # fmt: skip
+        report[backend] = {
+            "programs_per_round": len(programs),
+            "rounds": rounds,
+            "median_round_s": round(median, 4),
+            "programs_per_s": round(len(programs) / median, 1),
+            "ms_per_program": round(1000 * median / len(programs), 4),
+            "statuses": statuses[backend],
+        }
     return report
 
 
@@ -107,8 +111,13 @@ def main(argv: list[str] | None = None) -> int:
 
     programs = load_programs(args.corpus)
     quick = quick_programs(programs, args.workers)
-    report: dict[str, object] = {"corpus": str(args.corpus), "programs": len(programs), "quick_programs": len(quick),
-                                 "workers": args.workers, "rounds": args.rounds}  # fmt: skip
+    report: dict[str, object] = {
+        "corpus": str(args.corpus),
+        "programs": len(programs),
+        "quick_programs": len(quick),
+        "workers": args.workers,
+        "rounds": args.rounds,
+    }
     rates = throughput(quick, args.workers, args.rounds)
     for backend in BACKENDS:
         report[backend] = {"start_up_s": round(start_up(backend, args.workers, args.starts), 3), **rates[backend]}
@@ -117,12 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"corpus {args.corpus.name}: {len(quick)} quick programs of {len(programs)}, "
-          f"{args.workers} workers, {args.rounds} rounds")  # fmt: skip
+    print(
+        f"corpus {args.corpus.name}: {len(quick)} quick programs of {len(programs)}, "
+        f"{args.workers} workers, {args.rounds} rounds"
+    )
     for backend in BACKENDS:
         row = report[backend]  # type: ignore[index]
-        print(f"  {backend:8s} {row['programs_per_s']:9.1f} programs/s  {row['ms_per_program']:7.3f} ms/program  "
-              f"pool start-up {row['start_up_s']:.2f} s  {row['statuses']}")  # fmt: skip
+        print(
+            f"  {backend:8s} {row['programs_per_s']:9.1f} programs/s  {row['ms_per_program']:7.3f} ms/program  "
+            f"pool start-up {row['start_up_s']:.2f} s  {row['statuses']}"
+        )
     print(f"  docker / process throughput: {report['ratio_docker_over_process']:.2f}")
     return 0
 

@@ -56,8 +56,15 @@ def wrap(program: str, rng: random.Random) -> str:
     if rng.random() < 0.2:
         parts.append("To print it:\n```python\nprint(ans)\n```\n")
     parts.append(PROSE * rng.randint(0, 2))
-    answer = rng.choice(("The answer is 42.", "So the final answer is $\\boxed{42}$.", "#### 42",
-                         "Answer: (B)", "Therefore it costs $1,234.50 in total."))
+    answer = rng.choice(
+        (
+            "The answer is 42.",
+            "So the final answer is $\\boxed{42}$.",
+            "#### 42",
+            "Answer: (B)",
+            "Therefore it costs $1,234.50 in total.",
+        )
+    )
     parts.append(answer)
     return "".join(parts)
 

@@ -39,8 +39,10 @@ def main() -> None:
                 if policy == "restricted" and "signal" in source:
                     continue  # the restricted policy refuses `import signal` before it runs
                 delays = [free_after_limit(box, source) for _ in range(args.runs)]
-                print(f"{policy:10} {isolation:5} {name:16} slot free {statistics.median(delays) * 1000:6.1f} ms "
-                      f"after the limit (median of {args.runs}; max {max(delays) * 1000:.1f} ms)")
+                print(
+                    f"{policy:10} {isolation:5} {name:16} slot free {statistics.median(delays) * 1000:6.1f} ms "
+                    f"after the limit (median of {args.runs}; max {max(delays) * 1000:.1f} ms)"
+                )
 
 
 if __name__ == "__main__":

@@ -57,11 +57,27 @@ class Hog:
             process.join()
 
 
-def check(path: Path, options: tuple[str, ...], out: Path, extra: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+def check(
+    path: Path, options: tuple[str, ...], out: Path, extra: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
     """One `potrun check` run: its records, its summary, its wall time."""
     summary = out.with_suffix(".summary.json")
-    command = [sys.executable, "-m", "potrun.cli", "check", str(path), "--compare", "pot", *options,
-               "--quiet", "--out", str(out), "--summary-json", str(summary), *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "potrun.cli",
+        "check",
+        str(path),
+        "--compare",
+        "pot",
+        *options,
+        "--quiet",
+        "--out",
+        str(out),
+        "--summary-json",
+        str(summary),
+        *extra,
+    ]
     started = time.perf_counter()
     subprocess.run(command, check=True)
     elapsed = time.perf_counter() - started
@@ -100,11 +116,17 @@ def main(argv: list[str] | None = None) -> int:
             differing += len(found)
             finished = [r for r in idle if r["status"] != "timeout"]
             slowest = sorted(finished, key=lambda r: r.get("cpu_s") or 0.0, reverse=True)[:3]
-            print(f"{name}: accuracy idle {idle_summary['accuracy']:.4f} ({idle_s:.1f} s), under {args.hogs} busy "
-                  f"processes {busy_summary['accuracy']:.4f} ({busy_s:.1f} s); {len(found)} of {len(idle)} "
-                  f"records differ; timeouts idle {idle_summary['timeouts']}, busy {busy_summary['timeouts']}")  # fmt: skip
-            print("  most CPU among those that finished (idle): " + ", ".join(f"line {r['line']} {r['status']} {r['cpu_s']:.2f} s cpu / "
-                                                   f"{r['wall_s']:.2f} s wall" for r in slowest))  # fmt: skip
+            print(
+                f"{name}: accuracy idle {idle_summary['accuracy']:.4f} ({idle_s:.1f} s), under {args.hogs} busy "
+                f"processes {busy_summary['accuracy']:.4f} ({busy_s:.1f} s); {len(found)} of {len(idle)} "
+                f"records differ; timeouts idle {idle_summary['timeouts']}, busy {busy_summary['timeouts']}"
+            )
+            print(
+                "  most CPU among those that finished (idle): "
+                + ", ".join(
+                    f"line {r['line']} {r['status']} {r['cpu_s']:.2f} s cpu / {r['wall_s']:.2f} s wall" for r in slowest
+                )
+            )
             for line, first, second in found[:20]:
                 print(f"  line {line}: idle {first}, busy {second}")
     return 1 if differing else 0

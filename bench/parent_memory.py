@@ -35,9 +35,22 @@ def main() -> None:
             for index in range(1, args.records):
                 code = f"# {index}\nans = 'x' * {args.value_bytes}"
                 handle.write(json.dumps({"id": index, "code": code, "answer": "x"}) + "\n")
-        command = [sys.executable, "-m", "potrun.cli", "check", str(preds), "--policy", "trusted", "--out",
-                   str(Path(directory) / "out.jsonl"), "--workers", str(args.workers), "--timeout",
-                   str(args.slow_s + 20), "--no-cache"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "potrun.cli",
+            "check",
+            str(preds),
+            "--policy",
+            "trusted",
+            "--out",
+            str(Path(directory) / "out.jsonl"),
+            "--workers",
+            str(args.workers),
+            "--timeout",
+            str(args.slow_s + 20),
+            "--no-cache",
+        ]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         samples = []
         peak = 0
@@ -48,9 +61,17 @@ def main() -> None:
                 peak = max(peak, status.get("VmHWM", 0))
             time.sleep(0.2)
         lines = sum(1 for _ in open(Path(directory) / "out.jsonl"))
-    print(json.dumps({"records": args.records, "lines_written": lines, "exit": process.returncode,
-                      "peak_rss_mb": round(peak / 1024, 1),
-                      "rss_mb_max_sampled": round(max(samples, default=0) / 1024, 1)}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "records": args.records,
+                "lines_written": lines,
+                "exit": process.returncode,
+                "peak_rss_mb": round(peak / 1024, 1),
+                "rss_mb_max_sampled": round(max(samples, default=0) / 1024, 1),
+            }
+        )
+    )
 
 
 def _status(pid: int) -> dict[str, int]:

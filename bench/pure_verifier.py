@@ -114,7 +114,9 @@ def main() -> None:
             pure.why_not_pure(code)
         costs.append((time.perf_counter_ns() - start) / 20 / 1000)
     costs.sort()
-    print(f"{len(codes)} programs compile; {admitted} proven pure ({admitted / len(codes):.1%}); others: {dict(reasons)}")
+    print(
+        f"{len(codes)} programs compile; {admitted} proven pure ({admitted / len(codes):.1%}); others: {dict(reasons)}"
+    )
     print(f"why_not_pure: median {costs[len(costs) // 2]:.2f} us, p99 {costs[int(len(costs) * 0.99)]:.2f} us")
 
     fast = quick(sources)
@@ -126,8 +128,10 @@ def main() -> None:
         rounds["plain"].append(cpu_per_program(plain, fast))
         rounds["warm"].append(cpu_per_program(warm, fast))
     for name, values in rounds.items():
-        print(f"{name}: {len(fast)} quick programs, CPU per program min {min(values):.1f} us, "
-              f"median {statistics.median(values):.1f} us")
+        print(
+            f"{name}: {len(fast)} quick programs, CPU per program min {min(values):.1f} us, "
+            f"median {statistics.median(values):.1f} us"
+        )
     ratio = min(rounds["plain"]) / min(rounds["warm"])
     print(f"warm path at {ratio:.2f}x plain exec (min rounds)")
 

@@ -43,8 +43,20 @@ def base_records(workdir: Path, timeout: float, workers: int) -> list[dict[str, 
     probe = workdir / "base.jsonl"
     probe.write_text("".join(json.dumps(r) + "\n" for r in records))
     out = workdir / "base.out.jsonl"
-    command = [sys.executable, "-m", "potrun.cli", "check", str(probe), "--out", str(out), "--quiet",
-               "--timeout", str(timeout), "--workers", str(workers)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "potrun.cli",
+        "check",
+        str(probe),
+        "--out",
+        str(out),
+        "--quiet",
+        "--timeout",
+        str(timeout),
+        "--workers",
+        str(workers),
+    ]
     subprocess.run(command, check=True)
     statuses = [json.loads(line)["status"] for line in out.read_text().splitlines()]
     kept = [r for r, status in zip(records, statuses) if status != "timeout"]
@@ -75,8 +87,19 @@ def rss_kib(pid: int) -> tuple[int, int]:
 
 def run_check(preds: Path, workdir: Path, label: str, extra: list[str]) -> dict[str, Any]:
     out, summary = workdir / f"{label}.out.jsonl", workdir / f"{label}.summary.json"
-    command = [sys.executable, "-m", "potrun.cli", "check", str(preds), "--out", str(out),
-               "--summary-json", str(summary), "--quiet", *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "potrun.cli",
+        "check",
+        str(preds),
+        "--out",
+        str(out),
+        "--summary-json",
+        str(summary),
+        "--quiet",
+        *extra,
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command)
     samples: list[int] = []
@@ -93,11 +116,16 @@ def run_check(preds: Path, workdir: Path, label: str, extra: list[str]) -> dict[
     data = json.loads(summary.read_text())
     at = (lambda f: round(samples[int(f * (len(samples) - 1))] / 1024, 1)) if samples else (lambda f: None)
     row = {
-        "run": label, "records": data["total"], "programs_per_s": data["programs_per_s"],
-        "elapsed_s": data["elapsed_s"], "wall_s": round(wall, 1), "peak_rss_mb": round(peak / 1024, 1),
-        "rss_mb_at_10_50_90": [at(0.1), at(0.5), at(0.9)], "cache_hits": data.get("cache_hits"),
+        "run": label,
+        "records": data["total"],
+        "programs_per_s": data["programs_per_s"],
+        "elapsed_s": data["elapsed_s"],
+        "wall_s": round(wall, 1),
+        "peak_rss_mb": round(peak / 1024, 1),
+        "rss_mb_at_10_50_90": [at(0.1), at(0.5), at(0.9)],
+        "cache_hits": data.get("cache_hits"),
         "accuracy": data["accuracy"],
-    }  # fmt: skip
+    }
     print(json.dumps(row), file=sys.stderr)
     out.unlink()
     return row
@@ -132,8 +160,10 @@ def main() -> int:
         small_runs.append(run_check(small, workdir, f"local-{args.small}", common))  # after it too: drift
         rows.append(small_runs[-1])
         ratio = rows[-2]["programs_per_s"] / median(r["programs_per_s"] for r in small_runs)
-        print(f"big/small throughput: {ratio:.3f} (target >= 0.90; small: median of {len(small_runs)} runs); "
-              f"parent peak RSS {rows[-2]['peak_rss_mb']} MB (target < 300)")  # fmt: skip
+        print(
+            f"big/small throughput: {ratio:.3f} (target >= 0.90; small: median of {len(small_runs)} runs); "
+            f"parent peak RSS {rows[-2]['peak_rss_mb']} MB (target < 300)"
+        )
     if not args.no_ray:
         count = args.ray_records or args.small
         preds = small if count == args.small else write_input(workdir / "ray.jsonl", base, count, distinct)

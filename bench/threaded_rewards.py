@@ -67,12 +67,21 @@ def main() -> None:
         wrong += sum(1 for a, b in zip(batched, threaded) if a != b)
         n = len(completions)
         ratios.append(batched_s / threaded_s)
-        print(f"round {round_number + 1}: batched {n / batched_s:,.0f}/s, {args.threads} threads per sample "
-              f"{n / threaded_s:,.0f}/s, ratio {batched_s / threaded_s:.2f}, correct {sum(batched):.0f}/{n}")
+        print(
+            f"round {round_number + 1}: batched {n / batched_s:,.0f}/s, {args.threads} threads per sample "
+            f"{n / threaded_s:,.0f}/s, ratio {batched_s / threaded_s:.2f}, correct {sum(batched):.0f}/{n}"
+        )
     rewards.close()
-    print(json.dumps({"completions": len(completions), "threads": args.threads,
-                      "median_ratio_threaded_to_batched": round(statistics.median(ratios), 3),
-                      "rewards_differing": wrong}))
+    print(
+        json.dumps(
+            {
+                "completions": len(completions),
+                "threads": args.threads,
+                "median_ratio_threaded_to_batched": round(statistics.median(ratios), 3),
+                "rewards_differing": wrong,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -37,9 +37,20 @@ from typing import Union
 from .numbers import ParsedNumber, last_number, parse_number
 
 __all__ = [
-    "ExtractedAnswer", "extract_answer", "ANSWER_HOWS", "MAX_LITERAL_CHARS",
-    "HOW_WHOLE", "HOW_BOXED", "HOW_FINAL_ANSWER", "HOW_ANSWER_IS", "HOW_HASHES",
-    "HOW_ANSWER_COLON", "HOW_LITERAL", "HOW_CHOICE", "HOW_LAST_NUMBER", "HOW_NO_ANSWER",
+    "ANSWER_HOWS",
+    "HOW_ANSWER_COLON",
+    "HOW_ANSWER_IS",
+    "HOW_BOXED",
+    "HOW_CHOICE",
+    "HOW_FINAL_ANSWER",
+    "HOW_HASHES",
+    "HOW_LAST_NUMBER",
+    "HOW_LITERAL",
+    "HOW_NO_ANSWER",
+    "HOW_WHOLE",
+    "MAX_LITERAL_CHARS",
+    "ExtractedAnswer",
+    "extract_answer",
 ]
 
 HOW_WHOLE = "whole"
@@ -52,10 +63,20 @@ HOW_LITERAL = "literal"
 HOW_CHOICE = "choice"
 HOW_LAST_NUMBER = "last_number"
 HOW_NO_ANSWER = "none"
-ANSWER_HOWS = frozenset({
-    HOW_WHOLE, HOW_BOXED, HOW_FINAL_ANSWER, HOW_ANSWER_IS, HOW_HASHES, HOW_ANSWER_COLON,
-    HOW_LITERAL, HOW_CHOICE, HOW_LAST_NUMBER, HOW_NO_ANSWER,
-})
+ANSWER_HOWS = frozenset(
+    {
+        HOW_WHOLE,
+        HOW_BOXED,
+        HOW_FINAL_ANSWER,
+        HOW_ANSWER_IS,
+        HOW_HASHES,
+        HOW_ANSWER_COLON,
+        HOW_LITERAL,
+        HOW_CHOICE,
+        HOW_LAST_NUMBER,
+        HOW_NO_ANSWER,
+    }
+)
 
 MAX_LITERAL_CHARS = 20_000
 _MAX_WHOLE_CHARS = 200
@@ -106,6 +127,7 @@ _NAME = re.compile(r"[A-Za-z]\w*|\\?[A-Za-z]+(?:_\{?\w+\}?)?")
 
 # ---------------------------------------------------------------- entry point
 
+
 def extract_answer(text: str) -> ExtractedAnswer:
     """The final answer of a chain-of-thought output; see the module docstring for the precedence."""
     if not text or text.isspace():
@@ -125,8 +147,8 @@ def extract_answer(text: str) -> ExtractedAnswer:
 def _visible_part(text: str) -> str:
     """Drop <think> and anything after a leaked chat-template token."""
     close = text.rfind("</think>")
-    if close >= 0 and text[close + 8:].strip():
-        text = text[close + 8:]
+    if close >= 0 and text[close + 8 :].strip():
+        text = text[close + 8 :]
     for token in _TEMPLATE_TOKENS:
         cut = text.find(token)
         if cut >= 0 and text[:cut].strip():  # a leading template token is not the end of the answer
@@ -135,6 +157,7 @@ def _visible_part(text: str) -> str:
 
 
 # ---------------------------------------------------------------- rules
+
 
 def _whole(body: str) -> ExtractedAnswer | None:
     stripped = body.strip()
@@ -189,7 +212,7 @@ def _state_literal(body: str, lower: str) -> ExtractedAnswer | None:
     m = _last_match(_STATE, lower)
     if m is None or not _STATE_PREFIX.search(lower, max(0, m.start() - 16), m.start()):
         return None
-    start = m.end() + len(body[m.end():m.end() + 64]) - len(body[m.end():m.end() + 64].lstrip())
+    start = m.end() + len(body[m.end() : m.end() + 64]) - len(body[m.end() : m.end() + 64].lstrip())
     end = _literal_end(body, start)
     if end < 0:
         return None
@@ -213,7 +236,7 @@ def _fallback(body: str) -> ExtractedAnswer:
     close = body.rfind("$")
     open_ = body.rfind("$", 0, close) if close > 0 else -1
     if 0 <= open_ < start and end <= close:
-        inner = body[open_ + 1:close].strip()
+        inner = body[open_ + 1 : close].strip()
         pair = _number_tuple(inner.replace("\\left", "").replace("\\right", "").strip())
         if pair is not None:
             return ExtractedAnswer(inner, pair, HOW_LAST_NUMBER, False)
@@ -248,6 +271,7 @@ def _lower(text: str) -> str:
 
 # ---------------------------------------------------------------- spans and their values
 
+
 def _span_after(text: str, pos: int) -> str:
     """The answer that starts at pos: a math span or box that opens there, else the sentence."""
     limit = min(len(text), pos + _MAX_SPAN_CHARS)
@@ -256,7 +280,7 @@ def _span_after(text: str, pos: int) -> str:
     for opener, closer in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$")):
         if text.startswith(opener, pos):
             end = text.find(closer, pos + len(opener), limit)
-            inner = text[pos + len(opener):end] if end >= 0 else ""
+            inner = text[pos + len(opener) : end] if end >= 0 else ""
             if inner.strip() and (opener != "$" or "\n" not in inner):
                 return inner
             break  # "$29.00." is a price, not math
@@ -265,7 +289,7 @@ def _span_after(text: str, pos: int) -> str:
         if box is not None:
             return box
     m = _SENTENCE_END.search(text, pos, limit)
-    return text[pos:m.start() if m else limit]
+    return text[pos : m.start() if m else limit]
 
 
 def _from_span(span: str, how: str) -> ExtractedAnswer:
@@ -313,7 +337,7 @@ def _assignment_rhs(span: str) -> ParsedNumber | None:
     left = _LATEX_COMMAND.sub(" ", span[:at]).strip().strip("$")
     if not (_NAME.fullmatch(left) or not any(c.isalpha() for c in left)):
         return None
-    return parse_number(span[at + 1:])
+    return parse_number(span[at + 1 :])
 
 
 def _number_tuple(span: str) -> tuple[Literal, ...] | None:
@@ -345,6 +369,7 @@ def _unwrap(span: str) -> str:
 
 # ---------------------------------------------------------------- boxes
 
+
 def _box_content(text: str, pos: int) -> str | None:
     """Content of the box command at pos, braces balanced; None when it never closes."""
     brace = text.find("{", pos)
@@ -355,13 +380,13 @@ def _box_content(text: str, pos: int) -> str | None:
     for m in _BRACE.finditer(text, brace):
         depth += 1 if m.group() == "{" else -1
         if depth == 0:
-            return text[brace + 1:m.start()]
+            return text[brace + 1 : m.start()]
     return None
 
 
 def _unbraced_box(text: str, pos: int) -> str | None:
     """`\\boxed 5$`: the token after the command."""
-    rest = text[pos:pos + 64].split(None, 1)
+    rest = text[pos : pos + 64].split(None, 1)
     if len(rest) < 2 or rest[0] not in _BOX_COMMANDS:
         return None
     token = rest[1].split(None, 1)[0] if rest[1] else ""
@@ -387,14 +412,15 @@ def _last_box(text: str) -> str | None:
                     best = (start, m.start())
         else:
             stack.append(m.end() if token != "{" else -1)
-    return text[best[0]:best[1]] if best else None
+    return text[best[0] : best[1]] if best else None
 
 
 # ---------------------------------------------------------------- literals
 
+
 def _literal_end(text: str, start: int) -> int:
     """End of the bracketed literal at start (quotes respected), or -1; scans MAX_LITERAL_CHARS."""
-    if text[start:start + 1] not in _LITERAL_OPEN:
+    if text[start : start + 1] not in _LITERAL_OPEN:
         return -1
     depth, quote = 0, ""
     limit = min(len(text), start + MAX_LITERAL_CHARS)

@@ -51,13 +51,23 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 __all__ = [
-    "ExtractedProgram", "extract_program", "classify_output",
-    "HOW_BARE", "HOW_FENCE", "HOW_FENCE_ENTRY", "HOW_FENCE_MERGED", "HOW_UNFENCED",
-    "HOW_REPAIRED_HEADER", "HOW_REPAIRED_INDENT", "HOW_TRUNCATED", "HOW_NONE", "PROGRAM_HOWS",
+    "HOW_BARE",
+    "HOW_FENCE",
+    "HOW_FENCE_ENTRY",
+    "HOW_FENCE_MERGED",
+    "HOW_NONE",
+    "HOW_REPAIRED_HEADER",
+    "HOW_REPAIRED_INDENT",
+    "HOW_TRUNCATED",
+    "HOW_UNFENCED",
+    "PROGRAM_HOWS",
+    "ExtractedProgram",
+    "classify_output",
+    "extract_program",
 ]
 
 HOW_BARE = "bare"
@@ -69,10 +79,19 @@ HOW_REPAIRED_HEADER = "repaired_header"
 HOW_REPAIRED_INDENT = "repaired_indent"
 HOW_TRUNCATED = "truncated"
 HOW_NONE = "none"
-PROGRAM_HOWS = frozenset({
-    HOW_BARE, HOW_FENCE, HOW_FENCE_ENTRY, HOW_FENCE_MERGED, HOW_UNFENCED,
-    HOW_REPAIRED_HEADER, HOW_REPAIRED_INDENT, HOW_TRUNCATED, HOW_NONE,
-})
+PROGRAM_HOWS = frozenset(
+    {
+        HOW_BARE,
+        HOW_FENCE,
+        HOW_FENCE_ENTRY,
+        HOW_FENCE_MERGED,
+        HOW_UNFENCED,
+        HOW_REPAIRED_HEADER,
+        HOW_REPAIRED_INDENT,
+        HOW_TRUNCATED,
+        HOW_NONE,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +158,7 @@ class _Block:
 
 # ---------------------------------------------------------------- entry point
 
+
 def extract_program(text: str) -> ExtractedProgram:
     """The program in a model output; see the module docstring for the precedence."""
     if not text or text.isspace():
@@ -177,11 +197,12 @@ def classify_output(text: str) -> str:
 
 # ---------------------------------------------------------------- think and fences
 
+
 def _drop_think(text: str) -> tuple[str, bool]:
     """(text after the last </think>, cut): cut is True when a <think> opens and never closes."""
     close = text.rfind(_THINK_CLOSE)
     if close >= 0:
-        return text[close + len(_THINK_CLOSE):], False
+        return text[close + len(_THINK_CLOSE) :], False
     if _THINK_OPEN in text:
         return text, True
     return text, False
@@ -258,7 +279,7 @@ def _strip_indent(code: str, indent: int) -> str:
     """Remove up to `indent` leading spaces from each line (a fence indented inside a list)."""
     out = []
     for line in code.split("\n"):
-        stripped = line[: indent].lstrip(" \t")
+        stripped = line[:indent].lstrip(" \t")
         out.append(stripped + line[indent:] if len(line) > indent else line.lstrip(" \t"))
     return "\n".join(out)
 
@@ -270,6 +291,7 @@ def _is_python_block(block: _Block) -> bool:
 
 
 # ---------------------------------------------------------------- choosing among blocks
+
 
 def _entry_rank(code: str) -> int:
     if _DEF_ENTRY.search(code):
@@ -322,13 +344,13 @@ def _choose_block(py: list[_Block]) -> tuple[int, str]:
 class _EarlierNames:
     """Names defined by blocks before index i, gathered only when a use block asks (amortised linear)."""
 
-    __slots__ = ("_blocks", "_names", "_done")
+    __slots__ = ("_blocks", "_done", "_names")
 
     def __init__(self, blocks: list[_Block]) -> None:
         self._blocks, self._names, self._done = blocks, set[str](), 0
 
     def upto(self, i: int) -> set[str]:
-        for block in self._blocks[self._done:i]:
+        for block in self._blocks[self._done : i]:
             self._names |= _names_defined(block.code)
         self._done = max(self._done, i)
         return self._names
@@ -372,7 +394,7 @@ def _merge_blocks(py: list[_Block], index: int) -> tuple[str, tuple[str, ...]]:
     notes: list[str] = []
     has_entry = _entry_rank(code) > 0
     defined: frozenset[str] = frozenset()  # computed on first need: findall over a block costs
-    for later in py[index + 1:]:
+    for later in py[index + 1 :]:
         found = _uses(later.code) if later.closed else None
         if found is None:
             continue
@@ -398,6 +420,7 @@ def _merge_blocks(py: list[_Block], index: int) -> tuple[str, tuple[str, ...]]:
 
 
 # ---------------------------------------------------------------- bare and unfenced text
+
 
 def _try_bare(text: str) -> ExtractedProgram | None:
     """The whole text as a program, unchanged, when it parses (or is a plain program cut short)."""
@@ -458,8 +481,7 @@ def _line_kinds(text: str) -> Iterator[tuple[str, bool]]:
 
 
 def _bracket_delta(line: str) -> int:
-    return (line.count("(") + line.count("[") + line.count("{")
-            - line.count(")") - line.count("]") - line.count("}"))
+    return line.count("(") + line.count("[") + line.count("{") - line.count(")") - line.count("]") - line.count("}")
 
 
 def _all_code_lines(text: str) -> bool:
@@ -516,6 +538,7 @@ def _dedent_probe(code: str) -> str:
 
 
 # ---------------------------------------------------------------- finishing: repair and truncation
+
 
 def _parse(code: str) -> ast.Module | SyntaxError | None:
     """The AST, the SyntaxError, or None when the code is too long to parse here (over
@@ -578,8 +601,11 @@ def _ends_complete(tree: ast.Module) -> bool:
         func = last.value.func
         return isinstance(func, ast.Name) and func.id in ("print", "solution", "solver")
     for node in ast.walk(last):
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        )
         if any(isinstance(t, ast.Name) and t.id in _ANSWER_NAMES for t in targets):
             return True
     return False
@@ -601,9 +627,7 @@ def _needs_repair(code: str) -> bool:
     """Cheap signs of DocMath's shapes, checked before paying for a parse."""
     first = next((l for l in code.split("\n", 3) if l.strip()), "")
     return (
-        first[:1] in (" ", "\t")
-        or _TOP_RETURN.search(code) is not None
-        or _HEADER_UNINDENTED.search(code) is not None
+        first[:1] in (" ", "\t") or _TOP_RETURN.search(code) is not None or _HEADER_UNINDENTED.search(code) is not None
     )
 
 
@@ -627,9 +651,9 @@ def _repair_header_indent(code: str) -> tuple[str, str] | None:
     lines = code.split("\n")
     for i, line in enumerate(lines):
         if _HEADER_LINE.fullmatch(line.rstrip()):
-            nxt = next((l for l in lines[i + 1:] if l.strip()), "")
+            nxt = next((l for l in lines[i + 1 :] if l.strip()), "")
             if nxt[:1] not in (" ", "\t"):
-                body = _indent_until_call(lines[i + 1:])
+                body = _indent_until_call(lines[i + 1 :])
                 return "\n".join(lines[: i + 1] + body), HOW_REPAIRED_INDENT
     return None
 

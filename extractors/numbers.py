@@ -35,24 +35,35 @@ from __future__ import annotations
 
 import math
 import re
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from collections import deque
-from typing import Iterator
 
-__all__ = ["ParsedNumber", "parse_number", "find_numbers", "last_number", "MAX_NUMBER_CHARS"]
+__all__ = ["MAX_NUMBER_CHARS", "ParsedNumber", "find_numbers", "last_number", "parse_number"]
 
 MAX_NUMBER_CHARS = 512  # an answer span longer than this is prose, not a number
 _MAX_DIGITS = 4000  # int() refuses more than 4300 digits; stay below it
 _MAX_EXP = 400
 
 SCALES: dict[str, float] = {
-    "thousand": 1e3, "lakh": 1e5, "lac": 1e5, "million": 1e6, "crore": 1e7,
-    "billion": 1e9, "trillion": 1e12,
+    "thousand": 1e3,
+    "lakh": 1e5,
+    "lac": 1e5,
+    "million": 1e6,
+    "crore": 1e7,
+    "billion": 1e9,
+    "trillion": 1e12,
 }
 _ABBREVIATIONS = {
-    "k": "thousand", "K": "thousand", "mn": "million", "mln": "million", "MM": "million",
-    "bn": "billion", "bln": "billion", "tn": "trillion",
+    "k": "thousand",
+    "K": "thousand",
+    "mn": "million",
+    "mln": "million",
+    "MM": "million",
+    "bn": "billion",
+    "bln": "billion",
+    "tn": "trillion",
 }
 _LETTERS_AFTER_CURRENCY = {"k": "thousand", "m": "million", "b": "billion", "t": "trillion"}
 
@@ -88,15 +99,35 @@ class ParsedNumber:
 # ---------------------------------------------------------------- normalisation
 
 _PLAIN_SUBS = (
-    ("\u2212", "-"), ("\ufe63", "-"), ("\uff0d", "-"),  # unicode minus signs
-    ("\u00a0", " "), ("\u202f", "\u2009"),
-    ("\uff04", "$"), ("\uffe5", "¥"),
+    ("\u2212", "-"),
+    ("\ufe63", "-"),
+    ("\uff0d", "-"),  # unicode minus signs
+    ("\u00a0", " "),
+    ("\u202f", "\u2009"),
+    ("\uff04", "$"),
+    ("\uffe5", "¥"),
 )
 _LATEX_SUBS = (
-    ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\cfrac", "\\frac"),
-    ("{,}", ","), ("\\!", ""), ("\\,", "\u2009"), ("\\;", " "), ("\\:", " "), ("\\ ", " "),
-    ("\\%", "%"), ("\\$", "$"), ("\\times", "×"), ("\\cdot", "·"), ("\\left", ""), ("\\right", ""),
-    ("^\\circ", "°"), ("^{\\circ}", "°"), ("\\circ", "°"), ("\\euro", "€"), ("\\pounds", "£"),
+    ("\\dfrac", "\\frac"),
+    ("\\tfrac", "\\frac"),
+    ("\\cfrac", "\\frac"),
+    ("{,}", ","),
+    ("\\!", ""),
+    ("\\,", "\u2009"),
+    ("\\;", " "),
+    ("\\:", " "),
+    ("\\ ", " "),
+    ("\\%", "%"),
+    ("\\$", "$"),
+    ("\\times", "×"),
+    ("\\cdot", "·"),
+    ("\\left", ""),
+    ("\\right", ""),
+    ("^\\circ", "°"),
+    ("^{\\circ}", "°"),
+    ("\\circ", "°"),
+    ("\\euro", "€"),
+    ("\\pounds", "£"),
 )
 _TEXT_CMD = re.compile(r"\\(?:text|textrm|textup|textnormal|mathrm|mbox|textbf|mathbf|operatorname)\s*\{([^{}]*)\}")
 _LEAD_APPROX = re.compile(r"(?:approximately|approx\.?|about|around|roughly|≈|~|=)\s*", re.I)
@@ -109,9 +140,7 @@ def _strip_wrappers(s: str) -> str:
         s = s.strip().rstrip(_TRAIL_PUNCT)
         if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
             s = s.strip("$")
-        elif s.startswith(("\\(", "\\[")) and s.endswith(("\\)", "\\]")):
-            s = s[2:-2]
-        elif len(s) >= 4 and s.startswith("**") and s.endswith("**"):
+        elif (s.startswith(("\\(", "\\[")) and s.endswith(("\\)", "\\]"))) or (len(s) >= 4 and s.startswith("**") and s.endswith("**")):
             s = s[2:-2]
         elif s.startswith(("\\boxed{", "\\fbox{")) and s.endswith("}"):
             s = s[s.index("{") + 1 : -1]
@@ -134,7 +163,7 @@ def _normalize(text: str) -> str:
     s = _strip_wrappers(s)
     m = _LEAD_APPROX.match(s)
     if m:
-        s = s[m.end():]
+        s = s[m.end() :]
     return s
 
 
@@ -161,8 +190,11 @@ _BARE_POWER = re.compile(r"\s*" + _POWER)
 _SCALE_WORD = re.compile(r"\s*(thousand|million|billion|trillion|lakh|lac|crore)s?(?![A-Za-z])", re.I)
 _SCALE_ABBR = re.compile(r"\s*(mn|mln|MM|bn|bln|tn|k)(?![A-Za-z])")
 _SCALE_LETTER = re.compile(r"\s*([kKmMbBtT])(?![A-Za-z])")
-_PERCENT = re.compile(r"\s*(?:%|percent(?:age points?)?(?![A-Za-z])|per\s?cent(?![A-Za-z])|pct(?![A-Za-z])"
-                      r"|percentage points?(?![A-Za-z]))", re.I)
+_PERCENT = re.compile(
+    r"\s*(?:%|percent(?:age points?)?(?![A-Za-z])|per\s?cent(?![A-Za-z])|pct(?![A-Za-z])"
+    r"|percentage points?(?![A-Za-z]))",
+    re.I,
+)
 _CLOSE = re.compile(r"\s*\)")
 _UNIT_EXPONENT = re.compile(r"\^\{?-?\d+\}?")
 _NOT_UNITS = frozenset({"x", "y", "z", "n", "i", "j", "e", "π", "pi", "and", "or", "to", "plus", "minus", "times"})
@@ -215,7 +247,7 @@ def parse_number(text: str) -> ParsedNumber | None:
     return _finish(value, parts, unit)
 
 
-def _finish(value: int | float, parts: _Parts, unit: str | None | bool) -> ParsedNumber | None:
+def _finish(value: int | float, parts: _Parts, unit: str | bool | None) -> ParsedNumber | None:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if parts.neg:
@@ -335,7 +367,7 @@ def _take_scale(s: str, pos: int, parts: _Parts) -> int:
     return pos
 
 
-def _read_unit(rest: str) -> str | None | bool:
+def _read_unit(rest: str) -> str | bool | None:
     """The trailing unit text; None when there is none; False when the rest is not a unit."""
     unit = rest.strip().rstrip(_TRAIL_PUNCT).strip()
     if not unit:

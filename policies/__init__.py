@@ -18,14 +18,34 @@ from dataclasses import dataclass
 # Modules a restricted program may import (top level or dotted). sympy only where it is installed.
 ALLOWED_MODULES: frozenset[str] = frozenset(
     {
-        "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
-        "collections", "operator", "re", "string", "random", "heapq", "bisect", "copy",
-        "numbers", "calendar",
-        "numpy", "numpy.linalg", "numpy.random", "numpy.fft", "numpy.polynomial", "numpy.emath",
+        "math",
+        "cmath",
+        "statistics",
+        "fractions",
+        "decimal",
+        "datetime",
+        "itertools",
+        "functools",
+        "collections",
+        "operator",
+        "re",
+        "string",
+        "random",
+        "heapq",
+        "bisect",
+        "copy",
+        "numbers",
+        "calendar",
+        "numpy",
+        "numpy.linalg",
+        "numpy.random",
+        "numpy.fft",
+        "numpy.polynomial",
+        "numpy.emath",
         "numpy.lib.scimath",
         "sympy",
     }
-)  # fmt: skip
+)
 
 # Attribute names refused on *values* (instances and classes) whose class comes from these packages,
 # on top of DENIED_NAMES and every name that starts with an underscore. What a program may read from a
@@ -40,11 +60,31 @@ DENIED_ATTRIBUTES: dict[str, frozenset[str]] = {
 # Attribute names refused everywhere: they lead to frames, code objects and globals.
 DENIED_NAMES: frozenset[str] = frozenset(
     {
-        "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin",
-        "ag_frame", "ag_code", "ag_await", "f_back", "f_builtins", "f_code", "f_globals", "f_locals",
-        "f_trace", "tb_frame", "tb_next", "co_code", "func_globals", "mro", "format_map", "f_generator",
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "cr_origin",
+        "ag_frame",
+        "ag_code",
+        "ag_await",
+        "f_back",
+        "f_builtins",
+        "f_code",
+        "f_globals",
+        "f_locals",
+        "f_trace",
+        "tb_frame",
+        "tb_next",
+        "co_code",
+        "func_globals",
+        "mro",
+        "format_map",
+        "f_generator",
     }
-)  # fmt: skip
+)
 
 POLICY_NAMES = ("restricted", "trusted")
 
@@ -88,8 +128,8 @@ __all__ = [
     "DENIED_ATTRIBUTES",
     "DENIED_NAMES",
     "POLICIES",
-    "POLYNOMIAL_SUBMODULES",
     "POLICY_NAMES",
+    "POLYNOMIAL_SUBMODULES",
     "PolicySpec",
     "get_policy",
     "module_allowed",

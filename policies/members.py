@@ -31,24 +31,33 @@ _CLASS = "value class: its instances compute, they reach nothing"
 
 MEMBERS: dict[str, dict[str, str]] = {
     "math": {
-        **_group(_PURE, """
+        **_group(
+            _PURE,
+            """
             acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist erf
             erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot isclose isfinite
             isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nextafter perm pow prod
-            radians remainder sin sinh sqrt tan tanh trunc ulp"""),
+            radians remainder sin sinh sqrt tan tanh trunc ulp""",
+        ),
         **_group(_CONST, "e inf nan pi tau"),
     },
     "cmath": {
-        **_group(_PURE, """
+        **_group(
+            _PURE,
+            """
             acos acosh asin asinh atan atanh cos cosh exp isclose isfinite isinf isnan log log10
-            phase polar rect sin sinh sqrt tan tanh"""),
+            phase polar rect sin sinh sqrt tan tanh""",
+        ),
         **_group(_CONST, "e inf infj nan nanj pi tau"),
     },
     "statistics": {
-        **_group(_PURE, """
+        **_group(
+            _PURE,
+            """
             correlation covariance fmean geometric_mean harmonic_mean linear_regression mean median
             median_grouped median_high median_low mode multimode pstdev pvariance quantiles stdev
-            variance"""),
+            variance""",
+        ),
         # NormalDist.samples draws from a Random seeded by the program or the fork's own state.
         "NormalDist": _CLASS + "; samples() uses a fork-private generator",
         "StatisticsError": _EXC,
@@ -61,23 +70,32 @@ MEMBERS: dict[str, dict[str, str]] = {
         # fork. Not the module-level DefaultContext/BasicContext/ExtendedContext singletons: changing
         # them only serves to change what later callers get, and Context(...) builds any of them.
         **_group("the current context: fork-private", "getcontext setcontext localcontext"),
-        **_group(_CONST, """
+        **_group(
+            _CONST,
+            """
             MAX_EMAX MAX_PREC MIN_EMIN MIN_ETINY HAVE_CONTEXTVAR HAVE_THREADS ROUND_05UP ROUND_CEILING
-            ROUND_DOWN ROUND_FLOOR ROUND_HALF_DOWN ROUND_HALF_EVEN ROUND_HALF_UP ROUND_UP"""),
-        **_group(_EXC, """
+            ROUND_DOWN ROUND_FLOOR ROUND_HALF_DOWN ROUND_HALF_EVEN ROUND_HALF_UP ROUND_UP""",
+        ),
+        **_group(
+            _EXC,
+            """
             Clamped ConversionSyntax DecimalException DivisionByZero DivisionImpossible
             DivisionUndefined FloatOperation Inexact InvalidContext InvalidOperation Overflow Rounded
-            Subnormal Underflow"""),
+            Subnormal Underflow""",
+        ),
     },
     "datetime": {
         **_group(_CLASS, "date datetime time timedelta timezone tzinfo"),
         **_group(_CONST, "MAXYEAR MINYEAR UTC"),
         # Not: datetime_CAPI (a C capsule of the module's internals), sys.
     },
-    "itertools": _group("lazy combinator over the program's own iterables", """
+    "itertools": _group(
+        "lazy combinator over the program's own iterables",
+        """
         accumulate chain combinations combinations_with_replacement compress count cycle dropwhile
         filterfalse groupby islice pairwise permutations product repeat starmap takewhile tee
-        zip_longest"""),
+        zip_longest""",
+    ),
     "functools": {
         **_group(_PURE, "reduce cmp_to_key"),
         "partial": "binds arguments; names no attribute",
@@ -101,11 +119,14 @@ MEMBERS: dict[str, dict[str, str]] = {
         # str.format on its data: '{0.__class__}' fields unchecked).
     },
     "operator": {
-        **_group(_PURE, """
+        **_group(
+            _PURE,
+            """
             abs add and_ call concat contains countOf eq floordiv ge gt iadd iand iconcat ifloordiv
             ilshift imatmul imod imul index indexOf inv invert ior ipow irshift is_ is_not isub
             itruediv ixor le length_hint lshift lt matmul mod mul ne neg not_ or_ pos pow rshift sub
-            truediv truth xor"""),
+            truediv truth xor""",
+        ),
         # Item writes through these are the same writes `x[k] = v` may make.
         **_group("item write, as `x[k] = v`", "setitem delitem"),
         # These four read items or attributes by a caller's key or name: supplied guarded (GUARDED).
@@ -120,22 +141,32 @@ MEMBERS: dict[str, dict[str, str]] = {
         # Not: template/TEMPLATE/T (deprecated), Scanner, and the re-exported copyreg, enum, functools.
     },
     "string": {
-        **_group(_CONST, "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits printable punctuation whitespace"),
+        **_group(
+            _CONST,
+            "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits printable punctuation whitespace",
+        ),
         "capwords": _PURE,
         # Template fields are identifiers looked up as keys of the mapping given: no attribute walk.
         "Template": "substitutes $identifiers from a mapping by key, never by attribute",
         # Not: Formatter (its fields walk attributes and items: '{0.__class__}').
     },
     "random": {
-        **_group("draws from the fork-private generator", """
+        **_group(
+            "draws from the fork-private generator",
+            """
             betavariate choice choices expovariate gammavariate gauss getrandbits getstate
             lognormvariate normalvariate paretovariate randbytes randint random randrange sample seed
-            setstate shuffle triangular uniform vonmisesvariate weibullvariate"""),
+            setstate shuffle triangular uniform vonmisesvariate weibullvariate""",
+        ),
         **_group(_CLASS, "Random SystemRandom"),
         **_group(_CONST, "BPF LOG4 NV_MAGICCONST RECIP_BPF SG_MAGICCONST TWOPI"),
     },
-    "heapq": _group("works on the program's own list", "heapify heappop heappush heappushpop heapreplace merge nlargest nsmallest"),
-    "bisect": _group("works on the program's own list", "bisect bisect_left bisect_right insort insort_left insort_right"),
+    "heapq": _group(
+        "works on the program's own list", "heapify heappop heappush heappushpop heapreplace merge nlargest nsmallest"
+    ),
+    "bisect": _group(
+        "works on the program's own list", "bisect bisect_left bisect_right insort insort_left insort_right"
+    ),
     "copy": {
         # copy/deepcopy use an object's own __reduce_ex__/__deepcopy__: a program class cannot define
         # dunders (RestrictedPython), so only library hooks run, and they return copies, not internals.
@@ -149,20 +180,28 @@ MEMBERS: dict[str, dict[str, str]] = {
     },
     "numbers": {
         # register() on these ABCs changes only the fork's ABC registry.
-        **_group("abstract base class for isinstance checks; register() is fork-private",
-                 "Number Complex Real Rational Integral"),
+        **_group(
+            "abstract base class for isinstance checks; register() is fork-private",
+            "Number Complex Real Rational Integral",
+        ),
         # Not: ABCMeta (a metaclass: a class factory), abstractmethod.
     },
     "calendar": {
-        **_group(_PURE, """
+        **_group(
+            _PURE,
+            """
             isleap leapdays monthrange monthcalendar weekday timegm weekheader week month calendar
-            formatstring"""),
+            formatstring""",
+        ),
         **_group("prints to the program's own captured output", "prmonth prcal prweek format"),
         **_group("first weekday of the module's functions: fork-private", "setfirstweekday firstweekday"),
         **_group(_CLASS, "Calendar TextCalendar HTMLCalendar"),
-        **_group(_CONST, """
+        **_group(
+            _CONST,
+            """
             MONDAY TUESDAY WEDNESDAY THURSDAY FRIDAY SATURDAY SUNDAY January February EPOCH day_name
-            day_abbr month_name month_abbr"""),
+            day_abbr month_name month_abbr""",
+        ),
         **_group(_EXC, "IllegalMonthError IllegalWeekdayError error"),
         # Not: mdays (a mutable table the module's functions read), LocaleTextCalendar,
         # LocaleHTMLCalendar and different_locale (setlocale), main (argparse and file output),
@@ -228,27 +267,36 @@ MEMBERS["numpy"] = {
     "ndarray": "guarded: a stand-in for isinstance checks that refuses construction (GUARDED)",
 }
 MEMBERS["numpy.linalg"] = {
-    **_group("linear algebra on the program's arrays", """
+    **_group(
+        "linear algebra on the program's arrays",
+        """
         cholesky cond cross det diagonal eig eigh eigvals eigvalsh inv lstsq matmul matrix_norm
         matrix_power matrix_rank matrix_transpose multi_dot norm outer pinv qr slogdet solve svd
-        svdvals tensordot tensorinv tensorsolve trace vecdot vector_norm"""),
+        svdvals tensordot tensorinv tensorsolve trace vecdot vector_norm""",
+    ),
     "LinAlgError": _EXC,
 }
 MEMBERS["numpy.random"] = {
-    **_group("draws from the fork-private global generator", """
+    **_group(
+        "draws from the fork-private global generator",
+        """
         beta binomial bytes chisquare choice dirichlet exponential f gamma geometric get_state gumbel
         hypergeometric laplace logistic lognormal logseries multinomial multivariate_normal
         negative_binomial noncentral_chisquare noncentral_f normal pareto permutation poisson power
         rand randint randn random random_integers random_sample ranf rayleigh sample seed set_state
         shuffle standard_cauchy standard_exponential standard_gamma standard_normal standard_t
-        triangular uniform vonmises wald weibull zipf"""),
+        triangular uniform vonmises wald weibull zipf""",
+    ),
     **_group(_CLASS, "Generator RandomState SeedSequence BitGenerator MT19937 PCG64 PCG64DXSM Philox SFC64"),
     **_group("makes or swaps a generator: fork-private", "default_rng get_bit_generator set_bit_generator"),
     # Not: the mtrand and bit_generator modules, test.
 }
-MEMBERS["numpy.fft"] = _group("transform of the program's arrays", """
+MEMBERS["numpy.fft"] = _group(
+    "transform of the program's arrays",
+    """
     fft fft2 fftfreq fftn fftshift hfft ifft ifft2 ifftn ifftshift ihfft irfft irfft2 irfftn rfft
-    rfft2 rfftfreq rfftn""")
+    rfft2 rfftfreq rfftn""",
+)
 _EMATH = _group("complex-valued math on the program's arrays", "arccos arcsin arctanh log log10 log2 logn power sqrt")
 MEMBERS["numpy.lib.scimath"] = _EMATH  # numpy.emath is this module
 MEMBERS["numpy.emath"] = _EMATH
@@ -258,33 +306,51 @@ MEMBERS["numpy.polynomial"] = {
     # Not: polyutils (it holds the warnings module), set_default_printstyle (process-wide), test.
 }
 _POLY = "polynomial arithmetic on the program's coefficients"
-MEMBERS["numpy.polynomial.polynomial"] = _group(_POLY, """
+MEMBERS["numpy.polynomial.polynomial"] = _group(
+    _POLY,
+    """
     polyzero polyone polyx polydomain polyline polyadd polysub polymulx polymul polydiv polypow
     polyval polyvalfromroots polyder polyint polyfromroots polyvander polyfit polytrim polyroots
-    Polynomial polyval2d polyval3d polygrid2d polygrid3d polyvander2d polyvander3d polycompanion""")
-MEMBERS["numpy.polynomial.chebyshev"] = _group(_POLY, """
+    Polynomial polyval2d polyval3d polygrid2d polygrid3d polyvander2d polyvander3d polycompanion""",
+)
+MEMBERS["numpy.polynomial.chebyshev"] = _group(
+    _POLY,
+    """
     chebzero chebone chebx chebdomain chebline chebadd chebsub chebmulx chebmul chebdiv chebpow
     chebval chebder chebint cheb2poly poly2cheb chebfromroots chebvander chebfit chebtrim chebroots
     chebpts1 chebpts2 Chebyshev chebval2d chebval3d chebgrid2d chebgrid3d chebvander2d chebvander3d
-    chebcompanion chebgauss chebweight chebinterpolate""")
-MEMBERS["numpy.polynomial.legendre"] = _group(_POLY, """
+    chebcompanion chebgauss chebweight chebinterpolate""",
+)
+MEMBERS["numpy.polynomial.legendre"] = _group(
+    _POLY,
+    """
     legzero legone legx legdomain legline legadd legsub legmulx legmul legdiv legpow legval legder
     legint leg2poly poly2leg legfromroots legvander legfit legtrim legroots Legendre legval2d
-    legval3d leggrid2d leggrid3d legvander2d legvander3d legcompanion leggauss legweight""")
-MEMBERS["numpy.polynomial.hermite"] = _group(_POLY, """
+    legval3d leggrid2d leggrid3d legvander2d legvander3d legcompanion leggauss legweight""",
+)
+MEMBERS["numpy.polynomial.hermite"] = _group(
+    _POLY,
+    """
     hermzero hermone hermx hermdomain hermline hermadd hermsub hermmulx hermmul hermdiv hermpow
     hermval hermder hermint herm2poly poly2herm hermfromroots hermvander hermfit hermtrim hermroots
     Hermite hermval2d hermval3d hermgrid2d hermgrid3d hermvander2d hermvander3d hermcompanion
-    hermgauss hermweight""")
-MEMBERS["numpy.polynomial.hermite_e"] = _group(_POLY, """
+    hermgauss hermweight""",
+)
+MEMBERS["numpy.polynomial.hermite_e"] = _group(
+    _POLY,
+    """
     hermezero hermeone hermex hermedomain hermeline hermeadd hermesub hermemulx hermemul hermediv
     hermepow hermeval hermeder hermeint herme2poly poly2herme hermefromroots hermevander hermefit
     hermetrim hermeroots HermiteE hermeval2d hermeval3d hermegrid2d hermegrid3d hermevander2d
-    hermevander3d hermecompanion hermegauss hermeweight""")
-MEMBERS["numpy.polynomial.laguerre"] = _group(_POLY, """
+    hermevander3d hermecompanion hermegauss hermeweight""",
+)
+MEMBERS["numpy.polynomial.laguerre"] = _group(
+    _POLY,
+    """
     lagzero lagone lagx lagdomain lagline lagadd lagsub lagmulx lagmul lagdiv lagpow lagval lagder
     lagint lag2poly poly2lag lagfromroots lagvander lagfit lagtrim lagroots Laguerre lagval2d
-    lagval3d laggrid2d laggrid3d lagvander2d lagvander3d lagcompanion laggauss lagweight""")
+    lagval3d laggrid2d laggrid3d lagvander2d lagvander3d lagcompanion laggauss lagweight""",
+)
 
 # sympy: symbols, numbers, the usual functions and solvers. A string given to any of these reaches
 # sympify() -> parse_expr(), which eval()s it: the policy replaces parse_expr with a refusal in every
@@ -293,7 +359,9 @@ MEMBERS["numpy.polynomial.laguerre"] = _group(_POLY, """
 # frame globals), init_printing/preview/plot (files, viewers), srepr (only useful to feed eval),
 # and every submodule (utilities, parsing, printing, core, ...).
 MEMBERS["sympy"] = {
-    **_group("symbolic value or function", """
+    **_group(
+        "symbolic value or function",
+        """
         Symbol Dummy Wild symbols Rational Integer Float Number Tuple Add Mul Pow Abs Mod Min Max
         Piecewise Lambda Derivative Integral Limit Sum Product Subs Poly Matrix ImmutableMatrix
         SparseMatrix Interval Union Intersection FiniteSet EmptySet Reals Integers Naturals
@@ -301,23 +369,30 @@ MEMBERS["sympy"] = {
         And Or Not Xor Implies true false Heaviside DiracDelta KroneckerDelta
         exp log ln sin cos tan cot sec csc asin acos atan atan2 acot sinh cosh tanh asinh acosh atanh
         sqrt cbrt root real_root floor ceiling frac factorial factorial2 binomial rf ff gamma beta
-        erf zeta re im conjugate arg sign fibonacci lucas catalan harmonic bell"""),
+        erf zeta re im conjugate arg sign fibonacci lucas catalan harmonic bell""",
+    ),
     # Function('f', **kwargs) puts its keyword arguments into the new class's namespace: the
     # transformer and _apply_ refuse keyword names that start with an underscore, so no dunder.
     "Function": "undefined function symbol; keyword names are checked (no dunders)",
     **_group(_CONST, "pi E I oo zoo nan GoldenRatio EulerGamma Catalan"),
-    **_group("symbolic algorithm on the program's expressions", """
+    **_group(
+        "symbolic algorithm on the program's expressions",
+        """
         solve solveset nsolve linsolve nonlinsolve dsolve roots real_roots nroots simplify expand
         factor factorint factor_list sqf_list diff integrate limit series summation product N nfloat
         trigsimp nsimplify collect cancel apart together radsimp powsimp logcombine expand_trig
         expand_log expand_power_base count_ops degree div rem quo groebner resultant discriminant
         numer denom fraction eye zeros ones diag det solve_linear_system interpolate
-        rational_interpolate continued_fraction"""),
-    **_group("number theory on integers", """
+        rational_interpolate continued_fraction""",
+    ),
+    **_group(
+        "number theory on integers",
+        """
         gcd lcm igcd ilcm gcd_list lcm_list isprime prime primerange nextprime prevprime primepi
         divisors divisor_count totient primefactors mod_inverse integer_nthroot perfect_power
         multinomial_coefficients binomial_coefficients discrete_log n_order primitive_root
-        legendre_symbol jacobi_symbol sieve"""),
+        legendre_symbol jacobi_symbol sieve""",
+    ),
     **_group("a random prime in a range, from sympy's own generator (seeded per program)", "randprime"),
     **_group("renders an expression as text", "latex pretty pprint sstr"),
 }

@@ -99,33 +99,50 @@ def _each(names: str, reason: str) -> dict[str, str]:
 ALLOWED_OPCODES: dict[str, str] = {
     **_each("CACHE NOP RESUME EXTENDED_ARG", "no effect of its own (inline caches, tracing points, a wide argument)"),
     **_each("POP_TOP PUSH_NULL COPY SWAP", "stack shuffling"),
-    **_each("UNARY_POSITIVE UNARY_NEGATIVE UNARY_NOT UNARY_INVERT BINARY_OP COMPARE_OP IS_OP CONTAINS_OP",
-            "operators on values the program holds, none of which has a method the program wrote"),
-    **_each("BINARY_SUBSCR STORE_SUBSCR DELETE_SUBSCR BUILD_SLICE",
-            "item access: the only mutable containers a pure program reaches are its own"),
+    **_each(
+        "UNARY_POSITIVE UNARY_NEGATIVE UNARY_NOT UNARY_INVERT BINARY_OP COMPARE_OP IS_OP CONTAINS_OP",
+        "operators on values the program holds, none of which has a method the program wrote",
+    ),
+    **_each(
+        "BINARY_SUBSCR STORE_SUBSCR DELETE_SUBSCR BUILD_SLICE",
+        "item access: the only mutable containers a pure program reaches are its own",
+    ),
     **_each("GET_ITER FOR_ITER", "iteration over values the program holds"),
-    **_each("BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_STRING LIST_APPEND SET_ADD "
-            "MAP_ADD LIST_EXTEND SET_UPDATE DICT_UPDATE DICT_MERGE LIST_TO_TUPLE UNPACK_SEQUENCE UNPACK_EX",
-            "builds or unpacks the program's own containers"),
+    **_each(
+        "BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_STRING LIST_APPEND SET_ADD "
+        "MAP_ADD LIST_EXTEND SET_UPDATE DICT_UPDATE DICT_MERGE LIST_TO_TUPLE UNPACK_SEQUENCE UNPACK_EX",
+        "builds or unpacks the program's own containers",
+    ),
     "FORMAT_VALUE": "f-string field: format(value, spec), which walks no attributes (unlike str.format)",
     "LOAD_CONST": "a constant of the code object",
-    **_each("LOAD_NAME STORE_NAME DELETE_NAME LOAD_GLOBAL STORE_GLOBAL DELETE_GLOBAL",
-            "the program's own namespace, or a pure builtin; the names are checked"),
-    **_each("LOAD_FAST STORE_FAST DELETE_FAST LOAD_DEREF STORE_DEREF DELETE_DEREF LOAD_CLOSURE MAKE_CELL "
-            "COPY_FREE_VARS", "a function's own locals and closure cells"),
+    **_each(
+        "LOAD_NAME STORE_NAME DELETE_NAME LOAD_GLOBAL STORE_GLOBAL DELETE_GLOBAL",
+        "the program's own namespace, or a pure builtin; the names are checked",
+    ),
+    **_each(
+        "LOAD_FAST STORE_FAST DELETE_FAST LOAD_DEREF STORE_DEREF DELETE_DEREF LOAD_CLOSURE MAKE_CELL COPY_FREE_VARS",
+        "a function's own locals and closure cells",
+    ),
     **_each("LOAD_ATTR LOAD_METHOD", "attribute read; the name is checked against the allowlists"),
     **_each("IMPORT_NAME IMPORT_FROM", "import of a pure module (its proxy); names and level are checked"),
     **_each("PRECALL CALL KW_NAMES CALL_FUNCTION_EX", "a call of something the program holds"),
     **_each("MAKE_FUNCTION RETURN_VALUE", "the program's own functions and lambdas"),
-    **_each("RETURN_GENERATOR YIELD_VALUE SEND GET_YIELD_FROM_ITER",
-            "the program's own generators (a generator with a try block is refused separately)"),
-    **_each("JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT JUMP_IF_FALSE_OR_POP JUMP_IF_TRUE_OR_POP "
-            "POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_TRUE POP_JUMP_FORWARD_IF_NONE "
-            "POP_JUMP_FORWARD_IF_NOT_NONE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_TRUE "
-            "POP_JUMP_BACKWARD_IF_NONE POP_JUMP_BACKWARD_IF_NOT_NONE", "control flow"),
-    **_each("PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH RERAISE RAISE_VARARGS LOAD_ASSERTION_ERROR",
-            "try/except/finally, raise and assert, on the program's own frames"),
-}  # fmt: skip
+    **_each(
+        "RETURN_GENERATOR YIELD_VALUE SEND GET_YIELD_FROM_ITER",
+        "the program's own generators (a generator with a try block is refused separately)",
+    ),
+    **_each(
+        "JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT JUMP_IF_FALSE_OR_POP JUMP_IF_TRUE_OR_POP "
+        "POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_TRUE POP_JUMP_FORWARD_IF_NONE "
+        "POP_JUMP_FORWARD_IF_NOT_NONE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_TRUE "
+        "POP_JUMP_BACKWARD_IF_NONE POP_JUMP_BACKWARD_IF_NOT_NONE",
+        "control flow",
+    ),
+    **_each(
+        "PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH RERAISE RAISE_VARARGS LOAD_ASSERTION_ERROR",
+        "try/except/finally, raise and assert, on the program's own frames",
+    ),
+}
 
 # Why the remaining 3.11 opcodes are refused (documentation; unlisted opcodes are refused anyway).
 REFUSED_OPCODES: dict[str, str] = {
@@ -133,53 +150,68 @@ REFUSED_OPCODES: dict[str, str] = {
     "LOAD_CLASSDEREF": "only in class bodies",
     **_each("STORE_ATTR DELETE_ATTR", "attribute writes could change a module, class or function"),
     **_each("BEFORE_WITH WITH_EXCEPT_START", "`with` runs __enter__/__exit__ of library objects (np.errstate)"),
-    **_each("BEFORE_ASYNC_WITH GET_AWAITABLE GET_AITER GET_ANEXT END_ASYNC_FOR ASYNC_GEN_WRAP",
-            "async code: coroutines can be left suspended with pending cleanup"),
-    **_each("MATCH_CLASS MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS GET_LEN",
-            "`match`: class patterns read attributes named by __match_args__ strings"),
+    **_each(
+        "BEFORE_ASYNC_WITH GET_AWAITABLE GET_AITER GET_ANEXT END_ASYNC_FOR ASYNC_GEN_WRAP",
+        "async code: coroutines can be left suspended with pending cleanup",
+    ),
+    **_each(
+        "MATCH_CLASS MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS GET_LEN",
+        "`match`: class patterns read attributes named by __match_args__ strings",
+    ),
     **_each("CHECK_EG_MATCH PREP_RERAISE_STAR", "`except*`: exception groups, a known RestrictedPython escape"),
     "IMPORT_STAR": "star import copies a whole module's namespace",
     "SETUP_ANNOTATIONS": "module-level annotations write __annotations__",
     "PRINT_EXPR": "interactive mode only: calls sys.displayhook",
-}  # fmt: skip
+}
 
 # ----------------------------------------------------------------------------------------- builtins
 PURE_BUILTIN_REASONS: dict[str, str] = {
-    **_each("abs divmod pow round sum min max len all any sorted reversed enumerate zip range map filter iter next",
-            "computes from its arguments; returns a number, a fresh object or an iterator over the arguments"),
-    **_each("bool int float complex list tuple dict set frozenset slice",
-            "builtin type: makes a fresh or immutable value (its class is immutable)"),
-    **_each("bin oct hex chr ord format", "number or character formatting: a fresh str (format(x, spec) walks "
-            "no attributes)"),
+    **_each(
+        "abs divmod pow round sum min max len all any sorted reversed enumerate zip range map filter iter next",
+        "computes from its arguments; returns a number, a fresh object or an iterator over the arguments",
+    ),
+    **_each(
+        "bool int float complex list tuple dict set frozenset slice",
+        "builtin type: makes a fresh or immutable value (its class is immutable)",
+    ),
+    **_each(
+        "bin oct hex chr ord format",
+        "number or character formatting: a fresh str (format(x, spec) walks no attributes)",
+    ),
     "str": "only called as str(value), one argument (the verifier checks each use): str(data, encoding) "
-           "looks a codec up by the program's name, and the codec registry caches every name it was asked",
+    "looks a codec up by the program's name, and the codec registry caches every name it was asked",
     "isinstance": "reads a type relation (ABC caches it fills are keyed by types, semantically invisible)",
     "callable": "reads a type slot",
     "print": "writes to sys.stdout, which the runner captures per program",
     "Ellipsis": "immutable singleton",
-    **_each("Exception ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
-            "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
-            "UnboundLocalError ValueError ZeroDivisionError FloatingPointError",
-            "an exception class to raise or catch (not BaseException: SystemExit and friends stay the runner's)"),
-}  # fmt: skip
+    **_each(
+        "Exception ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
+        "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
+        "UnboundLocalError ValueError ZeroDivisionError FloatingPointError",
+        "an exception class to raise or catch (not BaseException: SystemExit and friends stay the runner's)",
+    ),
+}
 
 REFUSED_BUILTINS: dict[str, str] = {
-    **_each("open input breakpoint help exit quit license credits copyright", "files, the terminal or the "
-            "interpreter's exit"),
+    **_each(
+        "open input breakpoint help exit quit license credits copyright",
+        "files, the terminal or the interpreter's exit",
+    ),
     **_each("eval exec compile", "run strings as code"),
     **_each("globals locals vars dir", "hand out namespaces (the builtins dict, module dicts)"),
     **_each("getattr setattr delattr hasattr", "attribute access by names given as strings"),
     **_each("type object super property classmethod staticmethod issubclass", "classes and metaclasses"),
     **_each("id hash repr ascii", "addresses (id, default hash, repr of functions) vary by run and allocator"),
     "memoryview": "raw buffers of other objects",
-    **_each("bytes bytearray NotImplemented", "not among the restricted policy's builtins, which a pure "
-            "program must not exceed (bytes literals are fine)"),
+    **_each(
+        "bytes bytearray NotImplemented",
+        "not among the restricted policy's builtins, which a pure program must not exceed (bytes literals are fine)",
+    ),
     **_each("aiter anext", "async iteration"),
-    **_each("BaseException SystemExit KeyboardInterrupt GeneratorExit",
-            "exceptions the runner uses to stop a program"),
+    **_each("BaseException SystemExit KeyboardInterrupt GeneratorExit", "exceptions the runner uses to stop a program"),
     "__import__": "the import hook (pure programs import with `import`, which gets the proxy)",
     "__build_class__": "classes",
-}  # fmt: skip
+}
 
 # ------------------------------------------------------------------------------------------ modules
 # The pure members of each module a pure program may import: immutable constants; functions that read
@@ -191,22 +223,30 @@ _NP_FN = "numpy function: computes a fresh array or scalar from its arguments"
 _NP_UFUNC = "numpy ufunc: a fresh array or scalar; out= can only name the program's own array"
 PURE_MODULES: dict[str, dict[str, str]] = {
     "math": {
-        **_each("acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist erf "
-                "erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot isclose isfinite "
-                "isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nextafter perm pow prod "
-                "radians remainder sin sinh sqrt tan tanh trunc ulp", _MATH_FN),
+        **_each(
+            "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist erf "
+            "erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot isclose isfinite "
+            "isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nextafter perm pow prod "
+            "radians remainder sin sinh sqrt tan tanh trunc ulp",
+            _MATH_FN,
+        ),
         **_each("e pi tau inf nan", "float constant"),
     },
     "cmath": {
-        **_each("acos acosh asin asinh atan atanh cos cosh exp isclose isfinite isinf isnan log log10 phase "
-                "polar rect sin sinh sqrt tan tanh", _MATH_FN),
+        **_each(
+            "acos acosh asin asinh atan atanh cos cosh exp isclose isfinite isinf isnan log log10 phase "
+            "polar rect sin sinh sqrt tan tanh",
+            _MATH_FN,
+        ),
         **_each("e pi tau inf infj nan nanj", "float or complex constant"),
     },
     "fractions": {"Fraction": "immutable rational numbers; pure-Python class the program cannot write"},
     "statistics": {
-        **_each("mean fmean geometric_mean harmonic_mean median median_low median_high median_grouped mode "
-                "multimode pstdev pvariance stdev variance quantiles correlation covariance linear_regression",
-                "computes from its data (Decimal inputs, which touch the decimal context, are unreachable)"),
+        **_each(
+            "mean fmean geometric_mean harmonic_mean median median_low median_high median_grouped mode "
+            "multimode pstdev pvariance stdev variance quantiles correlation covariance linear_regression",
+            "computes from its data (Decimal inputs, which touch the decimal context, are unreachable)",
+        ),
         "StatisticsError": "exception class to catch",
         # (Not what statistics re-exports from math, fractions, bisect...: the restricted policy refuses
         # those names there, so a program that reads one is unproven and takes the fork tier.)
@@ -220,56 +260,75 @@ PURE_MODULES: dict[str, dict[str, str]] = {
         "reduce": "folds the program's own iterable with its function",
         "partial": "a fresh partial object around the program's callable",
         "cmp_to_key": "a fresh key wrapper around the program's function",
-        **_each("lru_cache cache", "a fresh cache around the program's own function (update_wrapper writes "
-                "only the new wrapper)"),
+        **_each(
+            "lru_cache cache",
+            "a fresh cache around the program's own function (update_wrapper writes only the new wrapper)",
+        ),
     },
     "collections": {
         **_each("Counter defaultdict deque OrderedDict", "container class: instances are the program's own"),
     },
     "operator": {
-        **_each("abs add and_ concat contains countOf eq floordiv ge gt index indexOf inv invert is_ is_not "
-                "le lshift lt mod mul ne neg not_ or_ pos pow rshift sub truediv truth xor "
-                "matmul", "the function form of an operator"),
+        **_each(
+            "abs add and_ concat contains countOf eq floordiv ge gt index indexOf inv invert is_ is_not "
+            "le lshift lt mod mul ne neg not_ or_ pos pow rshift sub truediv truth xor "
+            "matmul",
+            "the function form of an operator",
+        ),
         "itemgetter": "item access (like BINARY_SUBSCR), never attributes (attrgetter/methodcaller refused)",
     },
-    "heapq": _each("heappush heappop heapify heapreplace heappushpop nlargest nsmallest",
-                   "works on the program's own list (merge, a Python generator, is left out)"),
-    "bisect": _each("bisect bisect_left bisect_right insort insort_left insort_right",
-                    "works on the program's own list"),
+    "heapq": _each(
+        "heappush heappop heapify heapreplace heappushpop nlargest nsmallest",
+        "works on the program's own list (merge, a Python generator, is left out)",
+    ),
+    "bisect": _each(
+        "bisect bisect_left bisect_right insort insort_left insort_right", "works on the program's own list"
+    ),
     "string": {
-        **_each("ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable "
-                "whitespace", "str constant"),
+        **_each(
+            "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable whitespace",
+            "str constant",
+        ),
         "capwords": "str function (Formatter and Template, which walk fields, are left out)",
     },
     "numpy": {
-        **_each("array asarray arange linspace zeros ones full eye identity zeros_like ones_like full_like copy "
-                "diag tile repeat concatenate stack vstack hstack column_stack append insert reshape ravel "
-                "transpose swapaxes squeeze flip fliplr flipud roll split take where nonzero argmax argmin "
-                "argsort sort unique searchsorted partition clip cumsum cumprod cumulative_sum diff sum prod "
-                "mean median average std var max min amax amin nanmax nanmin nansum nanmean percentile "
-                "quantile count_nonzero all any allclose isclose array_equal dot matmul inner outer cross "
-                "trace diagonal interp polyfit polyval roots bincount round around shape size ndim real imag "
-                "astype trapezoid", _NP_FN),
-        **_each("abs absolute add subtract multiply divide true_divide floor_divide mod remainder fmod divmod "
-                "power negative reciprocal sqrt cbrt square exp exp2 expm1 log log10 log2 log1p sin cos tan "
-                "arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot degrees radians "
-                "deg2rad rad2deg floor ceil trunc rint sign fabs maximum minimum fmax fmin gcd lcm isnan isinf "
-                "isfinite logical_and logical_or logical_not logical_xor equal not_equal less less_equal "
-                "greater greater_equal conj conjugate acos acosh asin asinh atan atan2 atanh copysign frexp "
-                "invert ldexp modf nextafter pow", _NP_UFUNC),
+        **_each(
+            "array asarray arange linspace zeros ones full eye identity zeros_like ones_like full_like copy "
+            "diag tile repeat concatenate stack vstack hstack column_stack append insert reshape ravel "
+            "transpose swapaxes squeeze flip fliplr flipud roll split take where nonzero argmax argmin "
+            "argsort sort unique searchsorted partition clip cumsum cumprod cumulative_sum diff sum prod "
+            "mean median average std var max min amax amin nanmax nanmin nansum nanmean percentile "
+            "quantile count_nonzero all any allclose isclose array_equal dot matmul inner outer cross "
+            "trace diagonal interp polyfit polyval roots bincount round around shape size ndim real imag "
+            "astype trapezoid",
+            _NP_FN,
+        ),
+        **_each(
+            "abs absolute add subtract multiply divide true_divide floor_divide mod remainder fmod divmod "
+            "power negative reciprocal sqrt cbrt square exp exp2 expm1 log log10 log2 log1p sin cos tan "
+            "arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot degrees radians "
+            "deg2rad rad2deg floor ceil trunc rint sign fabs maximum minimum fmax fmin gcd lcm isnan isinf "
+            "isfinite logical_and logical_or logical_not logical_xor equal not_equal less less_equal "
+            "greater greater_equal conj conjugate acos acosh asin asinh atan atan2 atanh copysign frexp "
+            "invert ldexp modf nextafter pow",
+            _NP_UFUNC,
+        ),
         **_each("compress concat indices", _NP_FN),
         **_each("int32 int64 float32 float64 complex128 bool", "numpy scalar type (immutable C class)"),
         **_each("pi e inf nan euler_gamma newaxis", "immutable constant"),
         "linalg": "the numpy.linalg proxy",
     },
     "numpy.linalg": {
-        **_each("det inv solve norm eig eigh eigvals eigvalsh matrix_rank matrix_power lstsq pinv qr svd "
-                "cholesky cond slogdet multi_dot", "linear algebra on the program's arrays; fresh results "
-                "(its internal errstate is entered and left inside the call)"),
+        **_each(
+            "det inv solve norm eig eigh eigvals eigvalsh matrix_rank matrix_power lstsq pinv qr svd "
+            "cholesky cond slogdet multi_dot",
+            "linear algebra on the program's arrays; fresh results "
+            "(its internal errstate is entered and left inside the call)",
+        ),
         **_each("cross diagonal matmul outer trace", "the numpy function numpy.linalg re-exports"),
         "LinAlgError": "exception class to catch",
     },
-}  # fmt: skip
+}
 
 # ---------------------------------------------------------------------------------------- attributes
 # Attribute names a pure program may read on any value (members of pure modules are allowed too). An
@@ -279,17 +338,25 @@ PURE_MODULES: dict[str, dict[str, str]] = {
 # descriptor objects), field walkers (`format`, `format_map`), codecs (`encode`, `decode`), nor any
 # name starting with "_".
 PURE_ATTRIBUTES: dict[str, str] = {
-    **_each("real imag conjugate numerator denominator bit_length bit_count to_bytes from_bytes "
-            "as_integer_ratio is_integer hex fromhex", "number method or field: a number or a fresh str"),
-    **_each("capitalize casefold center count endswith expandtabs find index isalnum isalpha isascii isdecimal "
-            "isdigit isidentifier islower isnumeric isprintable isspace istitle isupper join ljust lower lstrip "
-            "maketrans partition removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip "
-            "split splitlines startswith strip swapcase title translate upper zfill",
-            "str method: a fresh str, list or number"),
+    **_each(
+        "real imag conjugate numerator denominator bit_length bit_count to_bytes from_bytes "
+        "as_integer_ratio is_integer hex fromhex",
+        "number method or field: a number or a fresh str",
+    ),
+    **_each(
+        "capitalize casefold center count endswith expandtabs find index isalnum isalpha isascii isdecimal "
+        "isdigit isidentifier islower isnumeric isprintable isspace istitle isupper join ljust lower lstrip "
+        "maketrans partition removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip "
+        "split splitlines startswith strip swapcase title translate upper zfill",
+        "str method: a fresh str, list or number",
+    ),
     **_each("append clear copy extend insert pop remove reverse sort", "list method on the program's own list"),
     **_each("fromkeys get items keys popitem setdefault update values", "dict method on the program's own dict"),
-    **_each("add difference difference_update discard intersection intersection_update isdisjoint issubset "
-            "issuperset symmetric_difference symmetric_difference_update union", "set method on its own set"),
+    **_each(
+        "add difference difference_update discard intersection intersection_update isdisjoint issubset "
+        "issuperset symmetric_difference symmetric_difference_update union",
+        "set method on its own set",
+    ),
     **_each("start stop step indices", "range or slice field: an int"),
     **_each("most_common elements subtract total", "Counter method"),
     **_each("appendleft extendleft popleft rotate maxlen", "deque method or field"),
@@ -299,13 +366,16 @@ PURE_ATTRIBUTES: dict[str, str] = {
     "from_iterable": "itertools.chain.from_iterable",
     "args": "an exception's arguments (the program's own values, or strs)",
     **_each("T shape ndim size nbytes itemsize", "ndarray field: a fresh view of its own array or a number"),
-    **_each("all any argmax argmin argsort astype clip cumprod cumsum diagonal dot fill flatten item max mean min "
-            "nonzero prod ravel repeat reshape round searchsorted squeeze std sum swapaxes take tolist trace "
-            "transpose var conj", "ndarray method: computes from or writes its own array"),
+    **_each(
+        "all any argmax argmin argsort astype clip cumprod cumsum diagonal dot fill flatten item max mean min "
+        "nonzero prod ravel repeat reshape round searchsorted squeeze std sum swapaxes take tolist trace "
+        "transpose var conj",
+        "ndarray method: computes from or writes its own array",
+    ),
     **_each("reduce accumulate outer", "ufunc method: a fresh array"),
     **_each("slope intercept", "statistics.linear_regression result field"),
     **_each("eigenvalues eigenvectors", "numpy.linalg.eig result field (a fresh array)"),
-}  # fmt: skip
+}
 
 # ----------------------------------------------------------------------------------------- verifier
 _OPCODE_NUMBERS: Final = {name: number for name, number in dis.opmap.items()}
@@ -320,7 +390,9 @@ _LOAD_GLOBAL: Final = _OPCODE_NUMBERS["LOAD_GLOBAL"]
 _LOAD_ATTR: Final = _OPCODE_NUMBERS["LOAD_ATTR"]
 _PRECALL: Final = _OPCODE_NUMBERS["PRECALL"]
 _PUSH_NULL: Final = _OPCODE_NUMBERS["PUSH_NULL"]
-_PLAIN_LOADS: Final = frozenset(_OPCODE_NUMBERS[name] for name in ("LOAD_NAME", "LOAD_FAST", "LOAD_CONST", "LOAD_DEREF"))
+_PLAIN_LOADS: Final = frozenset(
+    _OPCODE_NUMBERS[name] for name in ("LOAD_NAME", "LOAD_FAST", "LOAD_CONST", "LOAD_DEREF")
+)
 _ATTRIBUTE_OPS: Final = frozenset(_OPCODE_NUMBERS[name] for name in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"))
 # bytes.translate table: 1 for an instruction whose argument names an attribute, 0 for any other.
 _ATTRIBUTE_MASK: Final = bytes(1 if number in _ATTRIBUTE_OPS else 0 for number in range(256))
@@ -651,7 +723,6 @@ def end_program(namespace: dict[str, object]) -> None:
 
 
 __all__ = [
-    "why_not_pure_program",
     "ALLOWED_ATTRIBUTE_NAMES",
     "ALLOWED_OPCODES",
     "PURE_ATTRIBUTES",
@@ -668,4 +739,5 @@ __all__ = [
     "pure_globals",
     "unproven",
     "why_not_pure",
+    "why_not_pure_program",
 ]

@@ -45,6 +45,12 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from RestrictedPython import RestrictingNodeTransformer, safe_builtins
+from RestrictedPython.Guards import (
+    guarded_iter_unpack_sequence,
+    guarded_unpack_sequence,
+)
+
 from potrun.policies import (
     ALLOWED_MODULES,
     DENIED_ATTRIBUTES,
@@ -53,11 +59,6 @@ from potrun.policies import (
     module_allowed,
 )
 from potrun.policies.members import MEMBERS
-from RestrictedPython import RestrictingNodeTransformer, safe_builtins
-from RestrictedPython.Guards import (
-    guarded_iter_unpack_sequence,
-    guarded_unpack_sequence,
-)
 
 PROGRAM_MODULE = "__potrun_program__"
 _MISSING: Any = object()
@@ -118,17 +119,36 @@ class _Transformer(RestrictingNodeTransformer):
 
 
 _AUG_OPS: dict[type, str] = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&",
-    ast.BitOr: "|", ast.BitXor: "^",
-}  # fmt: skip
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+}
 
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
-    "<<=": operator.ilshift, ">>=": operator.irshift, "&=": operator.iand, "|=": operator.ior,
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "@=": operator.imatmul,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "&=": operator.iand,
+    "|=": operator.ior,
     "^=": operator.ixor,
-}  # fmt: skip
+}
 
 
 def compile_restricted_program(source: str) -> types.CodeType:
@@ -164,7 +184,8 @@ class Guards:
         # Builtins the program was not given (by identity): reaching one by any path is refused.
         given = {id(value) for value in self.builtins.values()}
         self._denied_ids = frozenset(
-            id(value) for value in vars(builtins).values()
+            id(value)
+            for value in vars(builtins).values()
             if id(value) not in given and not isinstance(value, (str, bool)) and value is not NotImplemented
         ) | {id(vars(builtins)), id(self.builtins), id(sys.modules)}
         self._guarded = self._make_guarded()
@@ -226,7 +247,9 @@ class Guards:
         """`module.name`, when MEMBERS lists it; the guarded version where there is one."""
         module_name = module.__name__
         if name not in MEMBERS.get(module_name, ()):
-            raise self.refuse("forbidden_attribute", f"{module_name}.{name} is not allowed (not on the module's allowlist)")
+            raise self.refuse(
+                "forbidden_attribute", f"{module_name}.{name} is not allowed (not on the module's allowlist)"
+            )
         guarded = self._guarded.get((module_name, name))
         if guarded is not None:
             return guarded() if name == "ndarray" else guarded
@@ -265,7 +288,9 @@ class Guards:
         if id(value) in self._denied_ids:
             return "a builtin the program was not given"
         if isinstance(value, types.ModuleType):  # an allowed one gives only its MEMBERS anyway
-            return None if module_allowed(value.__name__, self.spec.allowed_modules) else f"the module {value.__name__!r}"
+            return (
+                None if module_allowed(value.__name__, self.spec.allowed_modules) else f"the module {value.__name__!r}"
+            )
         if kind in _DENIED_KINDS:
             return f"a {kind.__name__} object"
         if kind is dict and self._is_namespace(value):
@@ -532,18 +557,66 @@ class Guards:
 
 # Builtins a program needs beyond RestrictedPython's safe set (which dropped the C-iterating ones).
 _EXTRA_BUILTINS = (
-    "all", "any", "bin", "dict", "divmod", "enumerate", "filter", "format", "frozenset", "iter",
-    "len", "list", "map", "max", "min", "next", "object", "print", "range", "reversed", "round",
-    "set", "sum", "isinstance", "issubclass", "callable", "abs", "chr", "ord", "hex", "oct", "pow",
-    "property", "staticmethod", "classmethod", "super", "ExceptionGroup", "StopAsyncIteration",
-    "RecursionError", "ZeroDivisionError",
-)  # fmt: skip
+    "all",
+    "any",
+    "bin",
+    "dict",
+    "divmod",
+    "enumerate",
+    "filter",
+    "format",
+    "frozenset",
+    "iter",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "object",
+    "print",
+    "range",
+    "reversed",
+    "round",
+    "set",
+    "sum",
+    "isinstance",
+    "issubclass",
+    "callable",
+    "abs",
+    "chr",
+    "ord",
+    "hex",
+    "oct",
+    "pow",
+    "property",
+    "staticmethod",
+    "classmethod",
+    "super",
+    "ExceptionGroup",
+    "StopAsyncIteration",
+    "RecursionError",
+    "ZeroDivisionError",
+)
 
 # Refused with a policy violation (not a NameError), so the verdict names the rule.
 _DENIED_BUILTINS = (
-    "open", "exec", "eval", "compile", "globals", "locals", "vars", "input", "breakpoint", "help",
-    "exit", "quit", "memoryview", "dir", "id",
-)  # fmt: skip
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "globals",
+    "locals",
+    "vars",
+    "input",
+    "breakpoint",
+    "help",
+    "exit",
+    "quit",
+    "memoryview",
+    "dir",
+    "id",
+)
 
 
 # Standard-library helpers that allowlisted C modules import lazily by a fixed name:
@@ -573,19 +646,37 @@ _DENIED_KINDS: frozenset[type] = frozenset(
 # Classes a program may not hold: the `types` module's (FunctionType(code, globals), CodeType,
 # ModuleType, ...), except the harmless singletons' types programs compare against.
 _DENIED_CLASSES: frozenset[int] = frozenset(
-    id(value) for name, value in vars(types).items()
-    if isinstance(value, type) and name not in ("NoneType", "EllipsisType", "NotImplementedType", "GenericAlias", "UnionType")
-)  # fmt: skip
+    id(value)
+    for name, value in vars(types).items()
+    if isinstance(value, type)
+    and name not in ("NoneType", "EllipsisType", "NotImplementedType", "GenericAlias", "UnionType")
+)
 
 # Where library functions, classes and objects a program may hold come from: the allowlisted packages,
 # the C helpers behind them, sympy's integer backends, builtins, and the program itself. Not mpmath:
 # sympy's Float.num is an mpmath number whose .context.identify() eval()s strings.
 _ORIGINS: frozenset[str] = frozenset(
     {name.partition(".")[0] for name in ALLOWED_MODULES}
-    | {"builtins", PROGRAM_MODULE, "_heapq", "_bisect", "_random", "_decimal", "_pydecimal", "_datetime",
-       "_pydatetime", "_functools", "_collections", "_operator", "_statistics", "_sre", "_string",
-       "gmpy2", "flint"}
-)  # fmt: skip
+    | {
+        "builtins",
+        PROGRAM_MODULE,
+        "_heapq",
+        "_bisect",
+        "_random",
+        "_decimal",
+        "_pydecimal",
+        "_datetime",
+        "_pydatetime",
+        "_functools",
+        "_collections",
+        "_operator",
+        "_statistics",
+        "_sre",
+        "_string",
+        "gmpy2",
+        "flint",
+    }
+)
 
 
 # Cython's function classes live in a module named after the Cython version (_cython_3_2_4).
@@ -629,7 +720,8 @@ def _exact_str(name: Any) -> str:
 def _is_str_format(value: Any) -> bool:
     """Is this str.format, bound to a string or not?"""
     return value is str.format or (
-        type(value) is types.BuiltinMethodType and isinstance(getattr(value, "__self__", None), str)
+        type(value) is types.BuiltinMethodType
+        and isinstance(getattr(value, "__self__", None), str)
         and getattr(value, "__name__", None) == "format"
     )
 
@@ -750,8 +842,14 @@ def _plain_formula(text: Any) -> bool:
             return False
         if token.type == tokenize.OP and token.string not in _FORMULA_OPERATORS:
             return False
-        if token.type not in (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.NEWLINE, tokenize.NL,
-                              tokenize.ENDMARKER):  # fmt: skip
+        if token.type not in (
+            tokenize.NAME,
+            tokenize.OP,
+            tokenize.NUMBER,
+            tokenize.NEWLINE,
+            tokenize.NL,
+            tokenize.ENDMARKER,
+        ):
             return False
     return True
 

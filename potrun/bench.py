@@ -49,8 +49,13 @@ def exec_in_process(programs: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def run_bench(corpus: str, sandbox_factory: Callable[[], Sandbox], code_fields: tuple[str, ...],
-              limit: int | None = None, repeat: int = REPEAT) -> dict[str, Any]:  # fmt: skip
+def run_bench(
+    corpus: str,
+    sandbox_factory: Callable[[], Sandbox],
+    code_fields: tuple[str, ...],
+    limit: int | None = None,
+    repeat: int = REPEAT,
+) -> dict[str, Any]:
     """Rounds of in-process exec and of potrun, alternating, so that both see the same load; the
     speeds and the ratio are medians over the rounds (this machine's timings are noisy)."""
     programs = load_programs(corpus, code_fields, limit)

@@ -201,8 +201,9 @@ def score_process(
     return replace(result, **changes) if changes else result
 
 
-def _apply_checker(result: RecordResult, checker: str, outcomes: Sequence[ExecResult], options: CheckOptions,
-                   sandbox: Sandbox | None) -> dict[str, Any]:  # fmt: skip
+def _apply_checker(
+    result: RecordResult, checker: str, outcomes: Sequence[ExecResult], options: CheckOptions, sandbox: Sandbox | None
+) -> dict[str, Any]:
     if sandbox is None:
         raise ValueError("a record with a checker needs a sandbox to run it")
     runnable = [i for i, outcome in enumerate(outcomes) if outcome.status is Status.OK]
@@ -219,8 +220,9 @@ def _apply_checker(result: RecordResult, checker: str, outcomes: Sequence[ExecRe
     return changes
 
 
-def _checked_samples(summary: dict[str, Any], outcomes: Sequence[ExecResult], verdicts: list[bool],
-                     options: CheckOptions) -> dict[str, Any]:  # fmt: skip
+def _checked_samples(
+    summary: dict[str, Any], outcomes: Sequence[ExecResult], verdicts: list[bool], options: CheckOptions
+) -> dict[str, Any]:
     """pass@k and majority vote with the checker as the judge: answers vote as usual (equal under the
     first preset), and the voted answer is correct iff the checker accepted it."""
     from potrun.pipeline import _options_for  # the pipeline imports this module

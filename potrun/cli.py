@@ -67,21 +67,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     # Opened now: an unreadable input or a missing extra stops the run before the engine starts.
     first = FirstRecord(read_records(args.preds, max_line_bytes=args.max_record_mb << 20))
     records: Iterator[Any] = first
-    engine = make_engine(args.engine, _sandbox_options(args), cache=not args.no_cache,
-                         ray_address=args.ray_address, ray_actors=args.ray_actors)  # fmt: skip
+    engine = make_engine(
+        args.engine,
+        _sandbox_options(args),
+        cache=not args.no_cache,
+        ray_address=args.ray_address,
+        ray_actors=args.ray_actors,
+    )
     summary = Summary(options.presets, settings=_settings(args, engine.sandbox))
     done = 0
     if args.resume:  # the results already in --out count, and their records are not run again
-        records, done = resume_output(args.out, records, id_fields=options.id_fields, presets=options.presets,
-                                      add=summary.add)  # fmt: skip
+        records, done = resume_output(
+            args.out, records, id_fields=options.id_fields, presets=options.presets, add=summary.add
+        )
     total = count_records(args.preds)  # None for a stream: it is counted as it comes
     out = OutputWriter(args.out, append=args.resume) if args.out else None
     try:
         # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
         # run on the actors).
         programs = (lambda: engine.sandbox.completed) if args.engine == "local" else None
-        with engine, Progress(None if total is None else total - done, enabled=not args.quiet,
-                              programs=programs) as progress:  # fmt: skip
+        with (
+            engine,
+            Progress(None if total is None else total - done, enabled=not args.quiet, programs=programs) as progress,
+        ):
             summary.started = time.perf_counter()  # the engine is ready: its start-up is not throughput
             for result in engine.results(records, options, golds):
                 summary.add(result)
@@ -94,8 +102,11 @@ def cmd_check(args: argparse.Namespace) -> int:
             print("potrun: interrupted (without --out there is nothing to resume)", file=sys.stderr)
         else:
             out.close()
-            print(f"potrun: interrupted; {done + out.written} records are in {args.out}. Resume with:\n"
-                  f"  {resume_command(args, args.command_parser)}", file=sys.stderr)  # fmt: skip
+            print(
+                f"potrun: interrupted; {done + out.written} records are in {args.out}. Resume with:\n"
+                f"  {resume_command(args, args.command_parser)}",
+                file=sys.stderr,
+            )
         return EXIT_INTERRUPTED
     finally:
         if out is not None:
@@ -109,11 +120,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         _warn_nothing_scored(summary, options, first.data, golds)
         return EXIT_NOTHING_SCORED
     if summary.no_gold:  # reported even with --quiet: these records are outside the accuracy
-        print(f"potrun: warning: {summary.no_gold} record(s) have no gold in {args.gold} (status no_gold): not run, "
-              f"not in the accuracy's {summary.graded}", file=sys.stderr)  # fmt: skip
+        print(
+            f"potrun: warning: {summary.no_gold} record(s) have no gold in {args.gold} (status no_gold): not run, "
+            f"not in the accuracy's {summary.graded}",
+            file=sys.stderr,
+        )
     if summary.graded == 0 and not args.quiet:
-        print(f"potrun: warning: no record was graded: none has a gold ({', '.join(options.gold_fields)})"
-              f"{_fields_hint(first.data)}", file=sys.stderr)  # fmt: skip
+        print(
+            f"potrun: warning: no record was graded: none has a gold ({', '.join(options.gold_fields)})"
+            f"{_fields_hint(first.data)}",
+            file=sys.stderr,
+        )
     if args.fail_under is not None and summary.accuracy() < args.fail_under:
         print(f"potrun: accuracy {summary.accuracy():.4f} is below --fail-under {args.fail_under}", file=sys.stderr)
         return EXIT_FAILED
@@ -163,8 +180,9 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     from potrun.sandbox.image import RUNTIME_PACKAGES, build_image
 
     try:
-        tag = build_image(args.base, args.tag, python_version=args.python_version,
-                          packages=RUNTIME_PACKAGES + tuple(args.extra))  # fmt: skip
+        tag = build_image(
+            args.base, args.tag, python_version=args.python_version, packages=RUNTIME_PACKAGES + tuple(args.extra)
+        )
     except RuntimeError as exc:
         print(f"potrun: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -178,21 +196,38 @@ def _add_image_commands(commands: Any) -> None:
     image = commands.add_parser("image", help="build the sandbox image of the docker backend")
     image_commands = image.add_subparsers(title="image commands")
     build = image_commands.add_parser("build", help="build the sandbox image (docker build, no network needed)")
-    build.add_argument("--base", default=None, help=f"base image with python3 (default: {DEFAULT_BASE}; "
-                                                    "potrun-base:bookworm where no registry is reachable)")
+    build.add_argument(
+        "--base",
+        default=None,
+        help=f"base image with python3 (default: {DEFAULT_BASE}; potrun-base:bookworm where no registry is reachable)",
+    )
     build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image tag (default: {DEFAULT_IMAGE})")
-    build.add_argument("--python", dest="python_version", default=None,
-                       help="the base image's Python X.Y (default: probed from the base)")
-    build.add_argument("--with", dest="extra", action="append", default=[], metavar="PACKAGE",
-                       help="another package to install into the image (e.g. sympy); repeatable")
+    build.add_argument(
+        "--python",
+        dest="python_version",
+        default=None,
+        help="the base image's Python X.Y (default: probed from the base)",
+    )
+    build.add_argument(
+        "--with",
+        dest="extra",
+        action="append",
+        default=[],
+        metavar="PACKAGE",
+        help="another package to install into the image (e.g. sympy); repeatable",
+    )
     build.set_defaults(handler=cmd_image_build)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from potrun.bench import run_bench
 
-    report = run_bench(args.corpus, sandbox_factory=lambda: _sandbox(args), limit=args.limit,
-                       code_fields=_fields(args.code_field, ("code", "output", "generated", "prediction")))  # fmt: skip
+    report = run_bench(
+        args.corpus,
+        sandbox_factory=lambda: _sandbox(args),
+        limit=args.limit,
+        code_fields=_fields(args.code_field, ("code", "output", "generated", "prediction")),
+    )
     print(json.dumps(report, indent=2))
     return EXIT_OK
 
@@ -202,8 +237,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from potrun.pipeline import ID_FIELDS
     from potrun.records import count_records, is_stream
     from potrun.report import Progress
-    from potrun.validation import ANSWER_FIELDS, PROGRAM_FIELDS, ValidationSummary, render_summary, validate
-    from potrun.validation import write_fixed_copy
+    from potrun.validation import (
+        ANSWER_FIELDS,
+        PROGRAM_FIELDS,
+        ValidationSummary,
+        render_summary,
+        validate,
+        write_fixed_copy,
+    )
 
     _check_presets([args.compare])
     if args.fix_answers and is_stream(args.gold):
@@ -213,12 +254,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
             check_output_path(option, path, inputs=[args.gold])
     answer_fields = _fields(args.answer_field, ANSWER_FIELDS)
     reports = validate(
-        args.gold, program_field=_fields(args.program_field, PROGRAM_FIELDS), answer_field=answer_fields,
-        id_field=_fields(args.id_field, ID_FIELDS), compare=args.compare, compare_options=_compare_options(args),
-        slow_fraction=args.slow_fraction, ignore=_fields(args.ignore, ()), policy=args.policy,
-        timeout=args.timeout, wall_timeout=args.wall_timeout, memory_mb=args.memory, workers=args.workers,
-        backend=args.backend, image=args.image, isolation=args.isolation, entry=args.entry,
-    )  # fmt: skip
+        args.gold,
+        program_field=_fields(args.program_field, PROGRAM_FIELDS),
+        answer_field=answer_fields,
+        id_field=_fields(args.id_field, ID_FIELDS),
+        compare=args.compare,
+        compare_options=_compare_options(args),
+        slow_fraction=args.slow_fraction,
+        ignore=_fields(args.ignore, ()),
+        policy=args.policy,
+        timeout=args.timeout,
+        wall_timeout=args.wall_timeout,
+        memory_mb=args.memory,
+        workers=args.workers,
+        backend=args.backend,
+        image=args.image,
+        isolation=args.isolation,
+        entry=args.entry,
+    )
     summary = ValidationSummary()
     try:
         out = open(args.out, "w", encoding="utf-8") if args.out and args.out != STDOUT else sys.stdout
@@ -240,8 +293,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.fix_answers:
         fixes = {ordinal: value for ordinal, _, _, _, value in summary.fixable}
         write_fixed_copy(args.gold, args.fix_answers, fixes, answer_fields)
-        print(f"potrun: {len(fixes)} recorded answer(s) replaced by the executed value in {args.fix_answers}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"potrun: {len(fixes)} recorded answer(s) replaced by the executed value in {args.fix_answers}",
+            file=sys.stderr,
+        )
         for _, line, record_id, answer, value in summary.fixable:
             print(f"  line {line} (id {record_id}): {json.dumps(answer)} -> {json.dumps(value)}", file=sys.stderr)
     if summary.with_errors or (args.strict and summary.with_warnings_only):
@@ -270,16 +325,20 @@ def _warn_nothing_scored(summary: Any, options: Any, first: dict[str, Any] | Non
         print("potrun: warning: the input has no records: nothing was scored", file=sys.stderr)
         return
     no_gold = f" + {summary.no_gold} with no gold in --gold" if golds is not None else ""
-    print(f"potrun: warning: no record was scored: {summary.total} records = {summary.skipped} skipped "
-          f"(no program field: {', '.join(options.code_fields)}) + {summary.bad_record} bad{no_gold}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"potrun: warning: no record was scored: {summary.total} records = {summary.skipped} skipped "
+        f"(no program field: {', '.join(options.code_fields)}) + {summary.bad_record} bad{no_gold}",
+        file=sys.stderr,
+    )
     if summary.no_gold and golds and first is not None:
         from potrun.records import first_field
 
         found = first_field(first, options.id_fields)
-        print(f"potrun: ids are looked for in {', '.join(options.id_fields)}: the first record's id is "
-              f"{_shown_json(found[1] if found else None)}; the gold file's first id is {_shown_json(next(iter(golds)))}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"potrun: ids are looked for in {', '.join(options.id_fields)}: the first record's id is "
+            f"{_shown_json(found[1] if found else None)}; the gold file's first id is {_shown_json(next(iter(golds)))}",
+            file=sys.stderr,
+        )
     print(f"potrun:{_fields_hint(first) or ' no line was a JSON object'}", file=sys.stderr)
 
 
@@ -335,9 +394,15 @@ def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> di
 
 
 def _settings(args: argparse.Namespace, sandbox: Any) -> dict[str, Any]:
-    return {"policy": sandbox.policy.name, "backend": sandbox.backend_name, "isolation": str(sandbox.isolation),
-            "workers": sandbox.workers, "timeout_s": args.timeout,
-            "wall_timeout_s": sandbox.limits.wall_limit_s, "mode": args.mode}  # fmt: skip
+    return {
+        "policy": sandbox.policy.name,
+        "backend": sandbox.backend_name,
+        "isolation": str(sandbox.isolation),
+        "workers": sandbox.workers,
+        "timeout_s": args.timeout,
+        "wall_timeout_s": sandbox.limits.wall_limit_s,
+        "mode": args.mode,
+    }
 
 
 def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -370,18 +435,35 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--backend", default="process", choices=("process", "docker"))
     group.add_argument("--image", default=None, help="sandbox image for --backend docker")
     group.add_argument("--policy", default="restricted", choices=("restricted", "trusted"))
-    group.add_argument("--isolation", default=None, choices=("warm", "fork"),
-                       help="warm (default for restricted) or fork (always for trusted)")
-    group.add_argument("--workers", type=_positive_int, default=None,
-                       help="default: the machine's cores (twice that with --isolation fork)")
-    group.add_argument("--timeout", type=_positive_float, default=5.0,
-                       help="CPU seconds per program: they decide a timeout (waiting for a core does not count)")
-    group.add_argument("--wall-timeout", type=_positive_float, default=None,
-                       help=f"wall-clock seconds per program, a safety net (default: {WALL_MULTIPLE:g}x --timeout, "
-                            f"at least {WALL_FLOOR_S:g})")
+    group.add_argument(
+        "--isolation",
+        default=None,
+        choices=("warm", "fork"),
+        help="warm (default for restricted) or fork (always for trusted)",
+    )
+    group.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="default: the machine's cores (twice that with --isolation fork)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=5.0,
+        help="CPU seconds per program: they decide a timeout (waiting for a core does not count)",
+    )
+    group.add_argument(
+        "--wall-timeout",
+        type=_positive_float,
+        default=None,
+        help=f"wall-clock seconds per program, a safety net (default: {WALL_MULTIPLE:g}x --timeout, "
+        f"at least {WALL_FLOOR_S:g})",
+    )
     group.add_argument("--memory", type=_positive_int, default=2048, help="MB of address space per program")
-    group.add_argument("--entry", default="auto",
-                       choices=("auto", "solution", "solver", "ans", "answer", "result", "stdout"))
+    group.add_argument(
+        "--entry", default="auto", choices=("auto", "solution", "solver", "ans", "answer", "result", "stdout")
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -392,17 +474,31 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands")
 
     check = commands.add_parser("check", help="extract, execute and score a file of model outputs")
-    check.add_argument("preds", help="JSON Lines or a JSON array (either may be .gz or .zst), or .parquet; "
-                                     "- for standard input")  # fmt: skip
-    check.add_argument("--code-field", help="field(s) with the model output, comma-separated; a field may be a "
-                                            "path (resps.0.0) (default: code,output,generated,prediction)")  # fmt: skip
-    check.add_argument("--gold-field", help="field(s) or path(s) with the gold answer (default: answer,ground_truth,gold)")
-    check.add_argument("--id-field", help="field(s) or path(s) with the record id (default: id,qid,uid,question_id,idx)")
+    check.add_argument(
+        "preds", help="JSON Lines or a JSON array (either may be .gz or .zst), or .parquet; - for standard input"
+    )
+    check.add_argument(
+        "--code-field",
+        help="field(s) with the model output, comma-separated; a field may be a "
+        "path (resps.0.0) (default: code,output,generated,prediction)",
+    )
+    check.add_argument(
+        "--gold-field", help="field(s) or path(s) with the gold answer (default: answer,ground_truth,gold)"
+    )
+    check.add_argument(
+        "--id-field", help="field(s) or path(s) with the record id (default: id,qid,uid,question_id,idx)"
+    )
     check.add_argument("--gold", help="a separate file of golds, joined on the id field")
-    check.add_argument("--checklist-field", default="checklist",
-                       help="field with intermediate values the reasoning must contain (default: checklist)")
-    check.add_argument("--checker-field", default="checker",
-                       help="field with a gold checker program, def check(answer) -> bool (default: checker)")
+    check.add_argument(
+        "--checklist-field",
+        default="checklist",
+        help="field with intermediate values the reasoning must contain (default: checklist)",
+    )
+    check.add_argument(
+        "--checker-field",
+        default="checker",
+        help="field with a gold checker program, def check(answer) -> bool (default: checker)",
+    )
     check.add_argument("--mode", default="pot", choices=("pot", "cot", "auto"))
     check.add_argument("--compare", default="default", help="comparator preset(s), comma-separated")
     check.add_argument("--abs", action="store_true", help="compare absolute values (PoT's SVAMP runner)")
@@ -412,36 +508,64 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--k", default=None, help="k values for pass@k, comma-separated (several samples)")
     check.add_argument("--out", help="write one JSON line per record here (- for standard output)")
     check.add_argument("--summary-json", help="write the summary here (- for standard output)")
-    check.add_argument("--max-record-mb", type=_positive_int, default=16,
-                       help="a line (or array element) longer than this is a bad_record, not read (default 16)")
+    check.add_argument(
+        "--max-record-mb",
+        type=_positive_int,
+        default=16,
+        help="a line (or array element) longer than this is a bad_record, not read (default 16)",
+    )
     check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
     check.add_argument("--strict", action="store_true", help="stop at the first bad record (exit 2)")
     check.add_argument("--quiet", action="store_true", help="no progress bar and no table")
-    check.add_argument("--resume", action="store_true",
-                       help="continue the run whose results are in --out: records already there are not run again")
-    check.add_argument("--no-cache", action="store_true",
-                       help="run every program, even one identical to a program already run in this run")
-    check.add_argument("--engine", default="local", choices=("local", "ray"),
-                       help="local: one sandbox pool here; ray: shards on a Ray cluster (pip install 'potrun[ray]')")
-    check.add_argument("--ray-address", default=None,
-                       help="the Ray cluster to join (ray://HEAD:10001, HEAD:6379 or auto); default: a local instance")
-    check.add_argument("--ray-actors", type=_positive_int, default=None,
-                       help="Ray actors, each with its own sandbox pool of --workers (default: one per node)")
+    check.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run whose results are in --out: records already there are not run again",
+    )
+    check.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every program, even one identical to a program already run in this run",
+    )
+    check.add_argument(
+        "--engine",
+        default="local",
+        choices=("local", "ray"),
+        help="local: one sandbox pool here; ray: shards on a Ray cluster (pip install 'potrun[ray]')",
+    )
+    check.add_argument(
+        "--ray-address",
+        default=None,
+        help="the Ray cluster to join (ray://HEAD:10001, HEAD:6379 or auto); default: a local instance",
+    )
+    check.add_argument(
+        "--ray-actors",
+        type=_positive_int,
+        default=None,
+        help="Ray actors, each with its own sandbox pool of --workers (default: one per node)",
+    )
     _add_sandbox_options(check)
     check.set_defaults(handler=cmd_check, command_parser=check)
 
-    run = commands.add_parser("run", help="run one program file and print its result as JSON (exit 0 only "
-                                          "for status ok, 1 for any other, 3 for sandbox_error)")  # fmt: skip
+    run = commands.add_parser(
+        "run",
+        help="run one program file and print its result as JSON (exit 0 only "
+        "for status ok, 1 for any other, 3 for sandbox_error)",
+    )
     run.add_argument("program", help="a Python file, or - for standard input")
     _add_sandbox_options(run)
     run.set_defaults(handler=cmd_run)
 
     doctor = commands.add_parser("doctor", help="say which isolation mechanisms work on this machine")
     doctor.add_argument("--backend", default="process", choices=("process", "docker"))
-    doctor.add_argument("--cleanup", action="store_true",
-                        help="remove sandbox containers left by a potrun that died (label potrun.sandbox=1)")
-    doctor.add_argument("--all", action="store_true",
-                        help="with --cleanup: also remove containers of potrun processes still running")
+    doctor.add_argument(
+        "--cleanup",
+        action="store_true",
+        help="remove sandbox containers left by a potrun that died (label potrun.sandbox=1)",
+    )
+    doctor.add_argument(
+        "--all", action="store_true", help="with --cleanup: also remove containers of potrun processes still running"
+    )
     doctor.set_defaults(handler=cmd_doctor)
     _add_image_commands(commands)
 
@@ -452,11 +576,14 @@ def _parser() -> argparse.ArgumentParser:
     _add_sandbox_options(bench)
     bench.set_defaults(handler=cmd_bench)
 
-    valid = commands.add_parser("validate", help="check gold programs: they run, return a number, are "
-                                "deterministic and match their recorded answer")  # fmt: skip
+    valid = commands.add_parser(
+        "validate",
+        help="check gold programs: they run, return a number, are deterministic and match their recorded answer",
+    )
     valid.add_argument("gold", help="JSON Lines (or a JSON array) of gold records")
-    valid.add_argument("--program-field", help="field(s) with the gold program, comma-separated "
-                                               "(default: python_solution)")  # fmt: skip
+    valid.add_argument(
+        "--program-field", help="field(s) with the gold program, comma-separated (default: python_solution)"
+    )
     valid.add_argument("--answer-field", help="field(s) with the recorded answer (default: ground_truth,answer)")
     valid.add_argument("--id-field", help="field(s) with the record id (default: id,qid,uid,question_id,idx)")
     valid.add_argument("--compare", default="default", help="comparator preset for the recorded answer")
@@ -464,13 +591,20 @@ def _parser() -> argparse.ArgumentParser:
     valid.add_argument("--percent", action="store_true", help="accept 0.25 for 25 (and 25 for 0.25)")
     valid.add_argument("--scale", action="store_true", help="apply scale words (3.5 million = 3500000)")
     valid.add_argument("--rel-tol", type=float, default=None, help="relative tolerance of the comparator")
-    valid.add_argument("--slow-fraction", type=_positive_float, default=0.1,
-                       help="report golds that run longer than this fraction of --timeout (default 0.1)")
+    valid.add_argument(
+        "--slow-fraction",
+        type=_positive_float,
+        default=0.1,
+        help="report golds that run longer than this fraction of --timeout (default 0.1)",
+    )
     valid.add_argument("--ignore", help="problem codes to leave out, comma-separated")
     valid.add_argument("--out", help="write one JSON line per record here (default: stdout)")
-    valid.add_argument("--fix-answers", metavar="OUT",
-                       help="write a copy of the file with each wrong recorded answer replaced by the executed "
-                            "value, where that is the record's only error")  # fmt: skip
+    valid.add_argument(
+        "--fix-answers",
+        metavar="OUT",
+        help="write a copy of the file with each wrong recorded answer replaced by the executed "
+        "value, where that is the record's only error",
+    )
     valid.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     valid.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     _add_sandbox_options(valid)

@@ -183,7 +183,7 @@ def gsm8k_gold(text: str) -> str | None:
     at = text.rfind(GSM8K_MARKER)
     if at < 0:
         return None
-    answer = text[at + len(GSM8K_MARKER):].strip().replace(",", "").replace("$", "")
+    answer = text[at + len(GSM8K_MARKER) :].strip().replace(",", "").replace("$", "")
     return answer[:-1].rstrip() if answer.endswith(".") else answer
 
 
@@ -648,8 +648,11 @@ def _judge_number(v: _Num, g: _Num, opts: _Opts) -> Verdict:
         if why is not None:
             return Verdict(True, why + how)
     hint = ""
-    if not opts.percent and gf != 0 and vf != 0 and (
-        _isclose(vf * 100, gf, opts.rel_tol, 0) or _isclose(vf / 100, gf, opts.rel_tol, 0)
+    if (
+        not opts.percent
+        and gf != 0
+        and vf != 0
+        and (_isclose(vf * 100, gf, opts.rel_tol, 0) or _isclose(vf / 100, gf, opts.rel_tol, 0))
     ):
         hint = " (equal after x100 or /100: percent=True accepts that)"
     elif not opts.scale and (v.scale or g.scale):
@@ -685,20 +688,42 @@ class _EvalFailed(Exception):
 _MAX_EVAL_CHARS = 10_000
 _MAX_INT_BITS = 100_000
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-    ast.BitXor: operator.xor, ast.BitOr: operator.or_, ast.BitAnd: operator.and_,
-    ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.BitXor: operator.xor,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
 }
 _UNARY: dict[type, Callable[[Any], Any]] = {
-    ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Invert: operator.invert,
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+    ast.Invert: operator.invert,
 }
 _BUILTINS: dict[str, Callable[..., Any]] = {
-    "abs": abs, "round": round, "min": min, "max": max, "sum": sum, "int": int, "float": float,
+    "abs": abs,
+    "round": round,
+    "min": min,
+    "max": max,
+    "sum": sum,
+    "int": int,
+    "float": float,
 }
 _MATH = {
-    "pow": math.pow, "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10,
-    "floor": math.floor, "ceil": math.ceil, "fabs": math.fabs,
+    "pow": math.pow,
+    "sqrt": math.sqrt,
+    "exp": math.exp,
+    "log": math.log,
+    "log10": math.log10,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "fabs": math.fabs,
 }
 
 
@@ -760,8 +785,12 @@ def _safe_eval(text: str, *, calls: bool = True) -> Any:
             fn = node.func
             if isinstance(fn, ast.Name) and fn.id in _BUILTINS:
                 f = _BUILTINS[fn.id]
-            elif (isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "math"
-                  and fn.attr in _MATH):
+            elif (
+                isinstance(fn, ast.Attribute)
+                and isinstance(fn.value, ast.Name)
+                and fn.value.id == "math"
+                and fn.attr in _MATH
+            ):
                 f = _MATH[fn.attr]
             else:
                 raise _EvalFailed("call")
@@ -1046,8 +1075,13 @@ def _judge_docmath(value: Any, gold: Any, *, cot: bool | None) -> Verdict:
 
 def _tq_scale_to_num(scale: str) -> float:
     s = scale.lower()
-    for word, num in (("hundred", 100), ("thousand", 1000), ("million", 1000000),
-                      ("billion", 1000000000), ("percent", 0.01)):
+    for word, num in (
+        ("hundred", 100),
+        ("thousand", 1000),
+        ("million", 1000000),
+        ("billion", 1000000000),
+        ("percent", 0.01),
+    ):
         if word in s:
             return num
     return 1
@@ -1196,7 +1230,17 @@ def _judge_tatqa(
 # ================================================================== preset "longdocurl"
 
 _LD_SUFFIXES = (
-    "kg", "mm", "m", "meters", "acres", "minutes", "mile", "miles", "million", "thousand", "billion",
+    "kg",
+    "mm",
+    "m",
+    "meters",
+    "acres",
+    "minutes",
+    "mile",
+    "miles",
+    "million",
+    "thousand",
+    "billion",
 )
 _LD_PARENS = re.compile(r"\s*\([^)]*\)")
 _LD_QUOTES = re.compile(r"^['\"]|['\"]$")
@@ -1431,8 +1475,8 @@ def _qw_numerical_equal(prediction: str, reference: str, include_percentage: boo
     pred, ref = _qw_parse_digits(prediction), _qw_parse_digits(reference)
     if pred is None or ref is None:
         return False
-    for item in ([ref / 100, ref, ref * 100] if include_percentage else [ref]):
-        if (_qw_numeric_equal(pred, item) if is_close else item == pred):
+    for item in [ref / 100, ref, ref * 100] if include_percentage else [ref]:
+        if _qw_numeric_equal(pred, item) if is_close else item == pred:
             return True
     return False
 
@@ -1468,6 +1512,7 @@ def _qw_math_equal(prediction: str, reference: str, incl: bool, close: bool, dep
     if "pmatrix" in prediction and "pmatrix" not in reference:
         reference = _qw_str_to_pmatrix(reference)
     pred_str, ref_str = prediction, reference
+
     def wrapped(x: str, left: str, right: str) -> bool:
         return x.startswith(left) and x.endswith(right)
 
@@ -1500,7 +1545,7 @@ def _qw_math_equal(prediction: str, reference: str, incl: bool, close: bool, dep
 
 def _qw_matrices_equal(prediction: str, reference: str, incl: bool, close: bool, depth: int) -> bool:
     def rows(s: str) -> list[str]:
-        inner = s[len(_PMATRIX_START): -len(_PMATRIX_END)]
+        inner = s[len(_PMATRIX_START) : -len(_PMATRIX_END)]
         return [line.strip() for line in inner.split("\\\\") if line.strip()]
 
     pred_rows, ref_rows = rows(prediction), rows(reference)
@@ -1521,9 +1566,19 @@ def _qw_symbolic_equal(a: str, b: str) -> bool:
 
 
 _LATEX_PLAIN = (
-    ("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\dfrac", "\\frac"),
-    ("\\tfrac", "\\frac"), ("\\cfrac", "\\frac"), ("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"),
-    ("\\pi", "(3.141592653589793)"), ("$", ""),
+    ("\\left", ""),
+    ("\\right", ""),
+    ("\\!", ""),
+    ("\\,", ""),
+    ("\\;", ""),
+    ("\\dfrac", "\\frac"),
+    ("\\tfrac", "\\frac"),
+    ("\\cfrac", "\\frac"),
+    ("\\times", "*"),
+    ("\\cdot", "*"),
+    ("\\div", "/"),
+    ("\\pi", "(3.141592653589793)"),
+    ("$", ""),
 )
 
 
@@ -1539,7 +1594,7 @@ def _latex_group(s: str, i: int) -> tuple[str, int] | None:
     for j in range(i, len(s)):
         depth += {"{": 1, "}": -1}.get(s[j], 0)
         if depth == 0:
-            return s[i + 1: j], j + 1
+            return s[i + 1 : j], j + 1
     return None
 
 
@@ -1641,41 +1696,52 @@ _DEFAULT_OPTIONS = MappingProxyType(
     {"rel_tol": 1e-4, "abs_tol": 0.0, "percent": False, "scale": False, "abs_value": False, "unordered": False}
 )
 
-PRESETS: Mapping[str, Preset] = MappingProxyType({
-    "default": Preset(
-        "default", _judge_default, _DEFAULT_OPTIONS,
-        "potrun's strict rules (module docstring)",
-        read=_read_default,
-    ),
-    "pot": Preset(
-        "pot", _judge_pot,
-        MappingProxyType({"include_percentage": None, "is_close": None, "abs_value": False, "cot": False}),
-        "Program-of-Thoughts tool.finqa_equal after tool.floatify_ans",
-        ("rounds both sides to the shorter precision", "include_percentage: gold/100, gold*100"),
-        gsm8k_answer=_gsm8k_float, read=_read_pot,
-    ),
-    "docmath": Preset(
-        "docmath", _judge_docmath, MappingProxyType({"cot": None}),
-        "DocMath-Eval utils/evaluation_utils.get_acc + compare_two_numbers",
-        ("absolute values", "any power-of-ten ratio", "unparseable -> 0", "ceil to 3 dp", "0.15% eps"),
-    ),
-    "tatqa": Preset(
-        "tatqa", _judge_tatqa,
-        MappingProxyType({"gold_scale": None, "pred_scale": "", "answer_type": None}),
-        "Program-of-Thoughts eval_tatqa/tatqa_metric.TaTQAEmAndF1 (EM)",
-        ("round to 2 dp before scaling", "(1,234) is positive", "falsy prediction scores 0"),
-    ),
-    "longdocurl": Preset(
-        "longdocurl", _judge_longdocurl,
-        MappingProxyType({"answer_format": None, "eval_pred": True, "min_score": 1.0}),
-        "LongDocURL utils/utils_score_v3.eval_score",
-        ("Float rel_tol 0.01 and x100 /100", "character-set rstrip of units", "ordered numeric lists"),
-        gsm8k_answer=_gsm8k_number,
-    ),
-    "mathqa-rel": Preset(
-        "mathqa-rel", _judge_mathqa_rel,
-        MappingProxyType({"include_percentage": True, "is_close": True}),
-        "Qwen2.5-Math evaluation/grader.math_equal (numeric rules; no sympy)",
-        ("x100 and /100", "bracket types ignored", "no absolute tolerance"),
-    ),
-})
+PRESETS: Mapping[str, Preset] = MappingProxyType(
+    {
+        "default": Preset(
+            "default",
+            _judge_default,
+            _DEFAULT_OPTIONS,
+            "potrun's strict rules (module docstring)",
+            read=_read_default,
+        ),
+        "pot": Preset(
+            "pot",
+            _judge_pot,
+            MappingProxyType({"include_percentage": None, "is_close": None, "abs_value": False, "cot": False}),
+            "Program-of-Thoughts tool.finqa_equal after tool.floatify_ans",
+            ("rounds both sides to the shorter precision", "include_percentage: gold/100, gold*100"),
+            gsm8k_answer=_gsm8k_float,
+            read=_read_pot,
+        ),
+        "docmath": Preset(
+            "docmath",
+            _judge_docmath,
+            MappingProxyType({"cot": None}),
+            "DocMath-Eval utils/evaluation_utils.get_acc + compare_two_numbers",
+            ("absolute values", "any power-of-ten ratio", "unparseable -> 0", "ceil to 3 dp", "0.15% eps"),
+        ),
+        "tatqa": Preset(
+            "tatqa",
+            _judge_tatqa,
+            MappingProxyType({"gold_scale": None, "pred_scale": "", "answer_type": None}),
+            "Program-of-Thoughts eval_tatqa/tatqa_metric.TaTQAEmAndF1 (EM)",
+            ("round to 2 dp before scaling", "(1,234) is positive", "falsy prediction scores 0"),
+        ),
+        "longdocurl": Preset(
+            "longdocurl",
+            _judge_longdocurl,
+            MappingProxyType({"answer_format": None, "eval_pred": True, "min_score": 1.0}),
+            "LongDocURL utils/utils_score_v3.eval_score",
+            ("Float rel_tol 0.01 and x100 /100", "character-set rstrip of units", "ordered numeric lists"),
+            gsm8k_answer=_gsm8k_number,
+        ),
+        "mathqa-rel": Preset(
+            "mathqa-rel",
+            _judge_mathqa_rel,
+            MappingProxyType({"include_percentage": True, "is_close": True}),
+            "Qwen2.5-Math evaluation/grader.math_equal (numeric rules; no sympy)",
+            ("x100 and /100", "bracket types ignored", "no absolute tolerance"),
+        ),
+    }
+)

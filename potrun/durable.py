@@ -126,7 +126,9 @@ def resume_output(
     stream cannot be read back, nor cut at a torn line."""
     remaining = iter(records)
     if str(path) == STDOUT or (os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode)):
-        raise UsageError(f"--resume needs --out to be a regular file, not {'standard output' if str(path) == STDOUT else path}")
+        raise UsageError(
+            f"--resume needs --out to be a regular file, not {'standard output' if str(path) == STDOUT else path}"
+        )
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
@@ -138,21 +140,26 @@ def resume_output(
     with handle:
         for raw in handle:
             if torn is not None:
-                raise UsageError(f"{path}: line {done + 1} is not a result line ({torn}); "
-                                 "it is not the last line, so the file was not written by an interrupted run")  # fmt: skip
+                raise UsageError(
+                    f"{path}: line {done + 1} is not a result line ({torn}); "
+                    "it is not the last line, so the file was not written by an interrupted run"
+                )
             data = _parse_line(raw)
             if data is None or not raw.endswith(b"\n"):
                 torn = "not a complete JSON result" if data is None else "no end of line"
                 continue
             item = next(remaining, None)
             if item is None:
-                raise UsageError(f"{path} has more results than the input has records: was it written for "
-                                 "another input?")  # fmt: skip
+                raise UsageError(
+                    f"{path} has more results than the input has records: was it written for another input?"
+                )
             line, record_id = record_identity(item, id_fields)
             if data["line"] != line or data.get("id") != record_id:
-                raise UsageError(f"{path}: result {done + 1} is for line {data['line']} (id {data.get('id')!r}), "
-                                 f"but input record {done + 1} is line {line} (id {record_id!r}): "
-                                 "was it written for another input?")  # fmt: skip
+                raise UsageError(
+                    f"{path}: result {done + 1} is for line {data['line']} (id {data.get('id')!r}), "
+                    f"but input record {done + 1} is line {line} (id {record_id!r}): "
+                    "was it written for another input?"
+                )
             add(result_from_json(data, presets))
             keep += len(raw)
             done += 1

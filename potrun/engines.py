@@ -174,8 +174,7 @@ class RayEngine:
             try:
                 if self.address is None:
                     cpus = self.num_cpus or max(os.cpu_count() or 1, self.actors or 1)  # each actor takes 1
-                    ray.init(num_cpus=cpus, include_dashboard=False,
-                             log_to_driver=False, logging_level="warning")  # fmt: skip
+                    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level="warning")
                 else:
                     ray.init(address=self.address, logging_level="warning")
             except SandboxUnavailable:
@@ -211,7 +210,7 @@ class RayEngine:
         count = self.actors or max(1, sum(1 for node in ray.nodes() if node.get("Alive")))
         actor = ray.remote(ShardScorer).options(
             num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS, scheduling_strategy="SPREAD"
-        )  # fmt: skip
+        )
         self._handles = [actor.remote(self.sandbox_options, self.cache) for _ in range(count)]
         self.actor_count = count
         try:
@@ -219,8 +218,10 @@ class RayEngine:
             try:
                 self._wait(lambda refs: ray.get(refs, timeout=ACTOR_START_TIMEOUT_S), ready)
             except ray.exceptions.GetTimeoutError:
-                raise SandboxUnavailable(f"{count} Ray actor(s) with a sandbox pool were not ready after "
-                                         f"{ACTOR_START_TIMEOUT_S:.0f} s (not enough free CPUs?)") from None  # fmt: skip
+                raise SandboxUnavailable(
+                    f"{count} Ray actor(s) with a sandbox pool were not ready after "
+                    f"{ACTOR_START_TIMEOUT_S:.0f} s (not enough free CPUs?)"
+                ) from None
         except BaseException:
             self._stop_actors()
             raise

@@ -119,13 +119,25 @@ class RecordResult:
 
     def to_json(self) -> dict[str, Any]:
         data = {
-            "line": self.line, "id": self.id, "status": self.status, "value": json_safe(self.value),
-            "value_type": self.value_type, "gold": self.gold, "correct": self.correct,
-            "entry": self.entry, "mode": self.mode, "extraction": self.extraction,
-            "error_type": self.error_type, "error": self.error, "error_line": self.error_line,
-            "timeout_kind": self.timeout_kind, "wall_s": round(self.wall_s, 6), "cpu_s": round(self.cpu_s, 6),
-            "isolation": self.isolation, "answer_text": self.answer_text,
-        }  # fmt: skip
+            "line": self.line,
+            "id": self.id,
+            "status": self.status,
+            "value": json_safe(self.value),
+            "value_type": self.value_type,
+            "gold": self.gold,
+            "correct": self.correct,
+            "entry": self.entry,
+            "mode": self.mode,
+            "extraction": self.extraction,
+            "error_type": self.error_type,
+            "error": self.error,
+            "error_line": self.error_line,
+            "timeout_kind": self.timeout_kind,
+            "wall_s": round(self.wall_s, 6),
+            "cpu_s": round(self.cpu_s, 6),
+            "isolation": self.isolation,
+            "answer_text": self.answer_text,
+        }
         if self.verdicts is not None and len(self.verdicts) > 1:
             data["verdicts"] = dict(self.verdicts)
         if self.samples is not None:
@@ -146,8 +158,9 @@ def load_golds(path: str | Path, id_fields: tuple[str, ...], gold_fields: tuple[
             raise InputError(f"{path}: {item}")
         id_found, gold_found = first_field(item.data, id_fields), first_field(item.data, gold_fields)
         if id_found is None or gold_found is None:
-            raise InputError(f"{path}: line {item.line}: needs an id ({'/'.join(id_fields)}) and a gold "
-                             f"({'/'.join(gold_fields)})")  # fmt: skip
+            raise InputError(
+                f"{path}: line {item.line}: needs an id ({'/'.join(id_fields)}) and a gold ({'/'.join(gold_fields)})"
+            )
         golds[_hashable(id_found[1])] = gold_found[1]
     return golds
 
@@ -218,8 +231,9 @@ def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any,
         prepared.gold = gold_found[1] if gold_found is not None else None
     prepared.samples = [extract_sample(text, options.mode) for text in outputs]
     try:
-        prepared.process = read_process_gold(data, outputs[0], prepared.samples[0].mode, options.checklist_field,
-                                             options.checker_field)  # fmt: skip
+        prepared.process = read_process_gold(
+            data, outputs[0], prepared.samples[0].mode, options.checklist_field, options.checker_field
+        )
     except ProcessGoldError as exc:
         prepared.outcome, prepared.message = BAD_RECORD, f"field {exc.field_name!r} {exc}"
         return prepared
@@ -256,8 +270,9 @@ def extract_sample(text: str, mode: str) -> Sample:
     return Sample("pot", program.how, source=program.source)
 
 
-def finish(prepared: Prepared, executed: list[ExecResult], options: CheckOptions,
-           sandbox: Sandbox | None = None) -> RecordResult:  # fmt: skip
+def finish(
+    prepared: Prepared, executed: list[ExecResult], options: CheckOptions, sandbox: Sandbox | None = None
+) -> RecordResult:
     """Combine a record's samples and their results into its verdict (`sandbox` runs checker golds)."""
     if prepared.outcome is not None:
         return RecordResult(prepared.line, prepared.id, prepared.outcome, error=prepared.message)
@@ -268,13 +283,26 @@ def finish(prepared: Prepared, executed: list[ExecResult], options: CheckOptions
     correct = verdicts[options.presets[0]] if verdicts is not None else None
     summary = _samples_summary(outcomes, prepared, options) if len(outcomes) > 1 else None
     result = RecordResult(
-        line=prepared.line, id=prepared.id, status=main.status, value=main.value,
-        value_type=main.value_type, gold=prepared.gold, correct=correct, verdicts=verdicts,
-        entry=main.entry, mode=prepared.samples[0].mode, extraction=prepared.samples[0].how,
-        error_type=main.error_type, error=main.error, error_line=main.line,
-        timeout_kind=main.timeout_kind, wall_s=main.wall_s, cpu_s=main.cpu_s, samples=summary,
+        line=prepared.line,
+        id=prepared.id,
+        status=main.status,
+        value=main.value,
+        value_type=main.value_type,
+        gold=prepared.gold,
+        correct=correct,
+        verdicts=verdicts,
+        entry=main.entry,
+        mode=prepared.samples[0].mode,
+        extraction=prepared.samples[0].how,
+        error_type=main.error_type,
+        error=main.error,
+        error_line=main.line,
+        timeout_kind=main.timeout_kind,
+        wall_s=main.wall_s,
+        cpu_s=main.cpu_s,
+        samples=summary,
         isolation=main.isolation,
-    )  # fmt: skip
+    )
     if prepared.process is not None:
         modes = [sample.mode for sample in prepared.samples]
         result = score_process(result, prepared.process, modes, outcomes, options, sandbox)
@@ -334,9 +362,8 @@ def _samples_summary(outcomes: list[ExecResult], prepared: Prepared, options: Ch
     preset = options.presets[0]
     extra = _options_for(preset, options)
     correct = sum(
-        1 for o in outcomes
-        if o.status is Status.OK and compare(o.value, prepared.gold, preset=preset, **extra).correct
-    )  # fmt: skip
+        1 for o in outcomes if o.status is Status.OK and compare(o.value, prepared.gold, preset=preset, **extra).correct
+    )
     summary["correct"] = correct
     summary["pass@k"] = {str(k): pass_at_k(n, correct, k) for k in options.ks if k <= n}
     values = [o.value if o.status is Status.OK else None for o in outcomes]

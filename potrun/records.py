@@ -77,8 +77,9 @@ def _read_detected(raw: IO[bytes], path: str | Path, max_line_bytes: int) -> Ite
         yield from _from_detected(*_detect(raw, path), path, max_line_bytes)
 
 
-def _from_detected(kind: str, stream: io.BufferedReader, path: str | Path,
-                   max_line_bytes: int) -> Iterator[Record | BadRecord]:  # fmt: skip
+def _from_detected(
+    kind: str, stream: io.BufferedReader, path: str | Path, max_line_bytes: int
+) -> Iterator[Record | BadRecord]:
     if kind == "parquet":
         stream.close()
         if is_stream(path):
@@ -319,8 +320,9 @@ def _extra(kind: str, path: str | Path) -> Any:
         return __import__(module)
     except ImportError:
         what = "Parquet" if kind == "parquet" else f"{kind}-compressed"
-        raise InputError(f"{_name(path)} is {what}: reading it needs the {module} package "
-                         f"(pip install 'potrun[{extra}]')") from None  # fmt: skip
+        raise InputError(
+            f"{_name(path)} is {what}: reading it needs the {module} package (pip install 'potrun[{extra}]')"
+        ) from None
 
 
 def _stream_errors() -> tuple[type[BaseException], ...]:
@@ -485,8 +487,9 @@ def _read_array(stream: io.BufferedReader, max_bytes: int) -> Iterator[Record | 
     except _ArrayBreak as exc:
         yield BadRecord(reader.line, f"{exc}; the rest of the array is not read")
     except _stream_errors() as exc:
-        yield BadRecord(reader.line, f"the input stream is broken here; the rest of the array is not read: "
-                                     f"{_reason(exc)}")  # fmt: skip
+        yield BadRecord(
+            reader.line, f"the input stream is broken here; the rest of the array is not read: {_reason(exc)}"
+        )
 
 
 class _ArrayBreak(Exception):

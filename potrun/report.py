@@ -108,22 +108,30 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "total": self.total, "scored": self.scored, "skipped": self.skipped,
-            "bad_record": self.bad_record, "no_gold": self.no_gold, "graded": self.graded,
+            "total": self.total,
+            "scored": self.scored,
+            "skipped": self.skipped,
+            "bad_record": self.bad_record,
+            "no_gold": self.no_gold,
+            "graded": self.graded,
             "ungraded": self.scored - self.graded,
-            "correct": self.correct[self.presets[0]], "accuracy": round(self.accuracy(), 6),
+            "correct": self.correct[self.presets[0]],
+            "accuracy": round(self.accuracy(), 6),
             "preset": self.presets[0],
             "accuracy_by_preset": {p: round(self.accuracy(p), 6) for p in self.presets},
             "execution_rate": round(self.execution_rate, 6),
-            "status_counts": dict(self.status_counts), "timeouts": dict(self.timeouts),
+            "status_counts": dict(self.status_counts),
+            "timeouts": dict(self.timeouts),
             "isolation_counts": dict(self.isolation_counts),
             "extraction_counts": dict(self.extraction_counts),
-            "slowest": [{"id": i, "line": line, "wall_s": round(w, 4), "status": s}
-                        for w, line, i, s in sorted(self.slowest, reverse=True)],
+            "slowest": [
+                {"id": i, "line": line, "wall_s": round(w, 4), "status": s}
+                for w, line, i, s in sorted(self.slowest, reverse=True)
+            ],
             "elapsed_s": round(self.elapsed_s, 3),
             "programs_per_s": round(self.scored / self.elapsed_s, 1) if self.elapsed_s else 0.0,
             **self.settings,
-        }  # fmt: skip
+        }
         if self.checklist_records:
             data["checklist_accuracy"] = round(self.checklist_accuracy(), 6)
             data["checklist_records"] = self.checklist_records
@@ -149,14 +157,21 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     table.add_column(style="bold")
     table.add_column(justify="right")
     for preset in summary.presets:
-        table.add_row(f"accuracy ({preset})", f"{summary.accuracy(preset):.4f}  ({summary.correct[preset]}/{summary.graded})")
+        table.add_row(
+            f"accuracy ({preset})", f"{summary.accuracy(preset):.4f}  ({summary.correct[preset]}/{summary.graded})"
+        )
     if summary.checklist_records:
-        table.add_row("accuracy + checklist", f"{summary.checklist_accuracy():.4f}  "
-                      f"({summary.checklist_correct}/{summary.checklist_records} with a checklist)")  # fmt: skip
+        table.add_row(
+            "accuracy + checklist",
+            f"{summary.checklist_accuracy():.4f}  "
+            f"({summary.checklist_correct}/{summary.checklist_records} with a checklist)",
+        )
     table.add_row("execution rate", f"{summary.execution_rate:.4f}")
     no_gold = f" + {summary.no_gold} no gold" if summary.no_gold else ""
-    table.add_row("records", f"{summary.total} = {summary.scored} scored + {summary.skipped} skipped + "
-                  f"{summary.bad_record} bad{no_gold}")  # fmt: skip
+    table.add_row(
+        "records",
+        f"{summary.total} = {summary.scored} scored + {summary.skipped} skipped + {summary.bad_record} bad{no_gold}",
+    )
     for status, count in summary.status_counts.most_common():
         note = f"  ({', '.join(f'{k} {v}' for k, v in summary.timeouts.items())})" if status == "timeout" else ""
         table.add_row(f"  {status}", f"{count}{note}")
@@ -190,8 +205,13 @@ class Progress:
     bar redraws (a few times a second, from rich's refresh thread), so that it moves while the record
     due next waits for a slow program."""
 
-    def __init__(self, total: int | None, stream: TextIO | None = None, enabled: bool = True,
-                 programs: Callable[[], int] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        total: int | None,
+        stream: TextIO | None = None,
+        enabled: bool = True,
+        programs: Callable[[], int] | None = None,
+    ) -> None:
         self.total = total
         self.programs = programs
         self.stream = stream if stream is not None else sys.stderr  # read at call time: tests replace it
@@ -206,13 +226,22 @@ class Progress:
     def __enter__(self) -> Progress:
         if self.tty:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
-            from rich.progress import TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
 
             programs = [_programs_column(self.programs)] if self.programs is not None else []
-            self._bar = Bar(TextColumn("scoring"), BarColumn(bar_width=24), MofNCompleteColumn(), TextColumn("records"),
-                            *programs, TextColumn("{task.fields[rate]:.0f}/s"), TimeElapsedColumn(),
-                            TimeRemainingColumn(), console=Console(file=self.stream), transient=True)  # fmt: skip
+            self._bar = Bar(
+                TextColumn("scoring"),
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TextColumn("records"),
+                *programs,
+                TextColumn("{task.fields[rate]:.0f}/s"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=True,
+            )
             self._bar.start()
             self._task = self._bar.add_task("scoring", total=self.total, rate=0.0)
         return self
@@ -227,8 +256,7 @@ class Progress:
         elif self.enabled and now - self.last_line >= 5.0:
             of = f"/{self.total}" if self.total else ""
             ran = f", {self.programs()} programs done" if self.programs is not None else ""
-            print(f"potrun: {self.count}{of} records{ran}, {self.count / (now - self.started):.0f}/s",
-                  file=self.stream)  # fmt: skip
+            print(f"potrun: {self.count}{of} records{ran}, {self.count / (now - self.started):.0f}/s", file=self.stream)
             self.last_line = now
 
     def __exit__(self, *exc: object) -> None:

@@ -117,13 +117,26 @@ def score_completions(
 
 
 def score_records(
-    completions: Sequence[Any], golds: Sequence[Any], *, mode: str = "pot", preset: str = "default",
-    sandbox: Any = None, **compare_options: Any,
-) -> list[RecordResult]:  # fmt: skip
+    completions: Sequence[Any],
+    golds: Sequence[Any],
+    *,
+    mode: str = "pot",
+    preset: str = "default",
+    sandbox: Any = None,
+    **compare_options: Any,
+) -> list[RecordResult]:
     """The full RecordResult of each pair (status, value, correct, ...), for logging beside the rewards."""
-    options = CheckOptions(code_fields=("output",), gold_fields=("gold",), id_fields=(), mode=mode,
-                           presets=(preset,), compare_options=compare_options)  # fmt: skip
-    records = [Record(n, {"output": completion_text(c), "gold": g}) for n, (c, g) in enumerate(zip(completions, golds), 1)]
+    options = CheckOptions(
+        code_fields=("output",),
+        gold_fields=("gold",),
+        id_fields=(),
+        mode=mode,
+        presets=(preset,),
+        compare_options=compare_options,
+    )
+    records = [
+        Record(n, {"output": completion_text(c), "gold": g}) for n, (c, g) in enumerate(zip(completions, golds), 1)
+    ]
     return list(check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options))
 
 
@@ -142,19 +155,33 @@ async def ascore_completions(completions: Sequence[Any], golds: Sequence[Any], *
 
 
 def make_reward_function(
-    *, shaped: bool = False, gold_field: str = "answer", mode: str = "pot", preset: str = "default",
-    name: str | None = None, asynchronous: bool = False, **compare_options: Any,
-) -> Callable[..., Any]:  # fmt: skip
+    *,
+    shaped: bool = False,
+    gold_field: str = "answer",
+    mode: str = "pot",
+    preset: str = "default",
+    name: str | None = None,
+    asynchronous: bool = False,
+    **compare_options: Any,
+) -> Callable[..., Any]:
     """A reward function with TRL's signature, `reward(completions, **kwargs) -> list[float]`, reading
     the golds from the dataset column `gold_field`; with `asynchronous`, an `async def` of the same
     signature (awaited, it gives the list)."""
 
     def arguments(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         if gold_field not in kwargs:
-            raise UsageError(f"the reward needs the golds: a dataset column {gold_field!r} "
-                             f"(columns given: {', '.join(sorted(kwargs)) or 'none'})")  # fmt: skip
-        return {"completions": completions, "golds": kwargs[gold_field], "shaped": shaped, "mode": mode,
-                "preset": preset, **compare_options}  # fmt: skip
+            raise UsageError(
+                f"the reward needs the golds: a dataset column {gold_field!r} "
+                f"(columns given: {', '.join(sorted(kwargs)) or 'none'})"
+            )
+        return {
+            "completions": completions,
+            "golds": kwargs[gold_field],
+            "shaped": shaped,
+            "mode": mode,
+            "preset": preset,
+            **compare_options,
+        }
 
     def reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
         return score_completions(**arguments(completions, kwargs))

@@ -209,6 +209,8 @@ class SandboxUnavailable(PotrunError):
 
 
 __all__ = [
+    "WALL_FLOOR_S",
+    "WALL_MULTIPLE",
     "BadRecord",
     "Entry",
     "ExecResult",
@@ -221,8 +223,6 @@ __all__ = [
     "UsageError",
     "Value",
     "Verdict",
-    "WALL_FLOOR_S",
-    "WALL_MULTIPLE",
     "default_wall_timeout",
     "json_safe",
 ]

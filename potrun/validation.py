@@ -88,7 +88,7 @@ PROBLEM_CODES: Mapping[str, tuple[str, str]] = {
     "print_only_answer": (WARNING, "the answer is printed, not returned"),
     "import_not_allowed": (WARNING, "an import outside the restricted allowlist"),
     "slow": (WARNING, "it ran for a large part of the time limit"),
-}  # fmt: skip
+}
 
 PROGRAM_FIELDS = ("python_solution",)
 ANSWER_FIELDS = ("ground_truth", "answer")
@@ -164,10 +164,17 @@ class ValidationReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "line": self.line, "id": self.id, "ok": self.ok, "problems": [p.to_json() for p in self.problems],
-            "value": json_safe(self.value), "value_type": self.value_type, "answer": self.answer,
-            "status": self.status, "entry": self.entry, "wall_s": round(self.wall_s, 6),
-        }  # fmt: skip
+            "line": self.line,
+            "id": self.id,
+            "ok": self.ok,
+            "problems": [p.to_json() for p in self.problems],
+            "value": json_safe(self.value),
+            "value_type": self.value_type,
+            "answer": self.answer,
+            "status": self.status,
+            "entry": self.entry,
+            "wall_s": round(self.wall_s, 6),
+        }
 
 
 def problem(code: str, message: str, line: int | None = None) -> Problem:
@@ -215,10 +222,14 @@ def validate(
     as the returned iterator is consumed.
     """
     settings = _Settings(
-        program_fields=_names(program_field), answer_fields=_names(answer_field), id_fields=_names(id_field),
-        compare=compare, compare_options=dict(compare_options or {}), slow_fraction=slow_fraction,
+        program_fields=_names(program_field),
+        answer_fields=_names(answer_field),
+        id_fields=_names(id_field),
+        compare=compare,
+        compare_options=dict(compare_options or {}),
+        slow_fraction=slow_fraction,
         ignore=frozenset(ignore),
-    )  # fmt: skip
+    )
     items = _items(records)
     first = next(items, None)  # an unreadable file fails here, before any sandbox starts
     if first is None:
@@ -384,9 +395,9 @@ def _prepare(item: Record | BadRecord, settings: _Settings) -> _Gold:
         program = program[0]
     if not isinstance(program, str):
         what = f"a list of {len(program)}" if isinstance(program, list) else f"a {type(program).__name__}"
-        gold.problems.append(problem(
-            "bad_record", f"field {program_name!r} must be a program (a string, or a list of one), not {what}"
-        ))  # fmt: skip
+        gold.problems.append(
+            problem("bad_record", f"field {program_name!r} must be a program (a string, or a list of one), not {what}")
+        )
         return gold
     gold.source = program
     gold.problems.extend(_conventions(gold, program))
@@ -402,16 +413,23 @@ def _finish(
     found = list(_execution_problems(first))
     if not found and second is not None:
         if second.status in _LIMITS:  # a limit reached on run 2 is that limit, not a different answer
-            found += [replace(p, message=f"run 2: {p.message} (run 1 took {first.wall_s:.2f} s)")
-                      for p in _execution_problems(second)]  # fmt: skip
+            found += [
+                replace(p, message=f"run 2: {p.message} (run 1 took {first.wall_s:.2f} s)")
+                for p in _execution_problems(second)
+            ]
         else:
             found += _determinism_problems(first, second)
     if not found and gold.answer_field is not None:
         found += _answer_problems(first.value, gold.answer, gold.answer_field, settings)
     warnings = list(gold.problems)
     if first.entry == "stdout" and not any(p.code == "print_only_answer" for p in warnings):
-        warnings.append(problem("print_only_answer", "the answer was read from the last printed line; "
-                                "return it instead", gold.print_line))  # fmt: skip
+        warnings.append(
+            problem(
+                "print_only_answer",
+                "the answer was read from the last printed line; return it instead",
+                gold.print_line,
+            )
+        )
     limit = box.limits.timeout_s  # CPU seconds, which decide a timeout
     took = max(first.cpu_s, second.cpu_s if second is not None else 0.0)
     if first.status is not Status.TIMEOUT and took > settings.slow_fraction * limit:
@@ -422,12 +440,17 @@ def _finish(
 def _report(gold: _Gold, found: list[Problem], run: ExecResult | None, settings: _Settings) -> ValidationReport:
     kept = tuple(p for p in found if p.code not in settings.ignore)
     return ValidationReport(
-        id=gold.id, line=gold.line, problems=kept,
-        value=run.value if run is not None else None, value_type=run.value_type if run is not None else None,
-        answer=gold.answer, answer_field=gold.answer_field,
-        status=str(run.status) if run is not None else None, entry=run.entry if run is not None else None,
+        id=gold.id,
+        line=gold.line,
+        problems=kept,
+        value=run.value if run is not None else None,
+        value_type=run.value_type if run is not None else None,
+        answer=gold.answer,
+        answer_field=gold.answer_field,
+        status=str(run.status) if run is not None else None,
+        entry=run.entry if run is not None else None,
         wall_s=run.wall_s if run is not None else 0.0,
-    )  # fmt: skip
+    )
 
 
 # -- execution -------------------------------------------------------------------------------------
@@ -457,8 +480,12 @@ def _execution_problems(run: ExecResult) -> Iterator[Problem]:
 def _determinism_problems(first: ExecResult, second: ExecResult) -> list[Problem]:
     if _outcome(first) == _outcome(second):
         return []
-    return [problem("nondeterministic", f"run 1 gave {_describe(first)}, run 2 (another worker and hash seed) "
-                    f"gave {_describe(second)}")]  # fmt: skip
+    return [
+        problem(
+            "nondeterministic",
+            f"run 1 gave {_describe(first)}, run 2 (another worker and hash seed) gave {_describe(second)}",
+        )
+    ]
 
 
 def _outcome(run: ExecResult) -> tuple[Any, ...]:
@@ -479,8 +506,12 @@ def _answer_problems(value: Value, answer: Any, answer_field: str, settings: _Se
     if verdict.correct:
         return []
     reason = f": {verdict.reason}" if verdict.reason else ""
-    return [problem("wrong_answer", f"returns {_show(value)}, the recorded {answer_field} is {_show(answer)} "
-                    f"({settings.compare}{reason})")]  # fmt: skip
+    return [
+        problem(
+            "wrong_answer",
+            f"returns {_show(value)}, the recorded {answer_field} is {_show(answer)} ({settings.compare}{reason})",
+        )
+    ]
 
 
 def _show(value: Any, limit: int = 80) -> str:
@@ -501,24 +532,39 @@ def _conventions(gold: _Gold, source: str) -> list[Problem]:
     found: list[Problem] = []
     solution = _solution_function(tree)
     if solution is None:
-        found.append(problem("no_solution_function", "no top-level `def solution():`; the annotation "
-                             "convention is a `solution()` that returns the answer"))  # fmt: skip
+        found.append(
+            problem(
+                "no_solution_function",
+                "no top-level `def solution():`; the annotation convention is a `solution()` that returns the answer",
+            )
+        )
     elif _has_parameters(solution):
-        found.append(problem("no_solution_function", "`solution` takes parameters; the convention is "
-                             "`def solution():`", solution.lineno))  # fmt: skip
+        found.append(
+            problem(
+                "no_solution_function",
+                "`solution` takes parameters; the convention is `def solution():`",
+                solution.lineno,
+            )
+        )
     body = solution.body if solution is not None else tree.body
     first = _first_statement(body)
     if first is None or not _defines_variable(first):
         where = first.lineno if first is not None else (solution.lineno if solution is not None else None)
-        found.append(problem("variables_not_first", "the program should start by defining its variables "
-                             "(name = value), then compute", where))  # fmt: skip
+        found.append(
+            problem(
+                "variables_not_first",
+                "the program should start by defining its variables (name = value), then compute",
+                where,
+            )
+        )
     if not _has_comment(source):
         found.append(problem("no_comment", "no comment: say what the variables are and what is computed"))
     prints = [node for node in ast.walk(tree) if _is_print_call(node)]
     gold.print_line = min(node.lineno for node in prints) if prints else None
     if prints and solution is not None and not _returns_value(solution):
-        found.append(problem("print_only_answer", "solution() prints but returns no value; return the answer",
-                             gold.print_line))  # fmt: skip
+        found.append(
+            problem("print_only_answer", "solution() prints but returns no value; return the answer", gold.print_line)
+        )
     found.extend(_import_problems(tree))
     return found
 
@@ -539,8 +585,12 @@ def _has_parameters(function: ast.FunctionDef) -> bool:
 def _first_statement(body: list[ast.stmt]) -> ast.stmt | None:
     """The first statement that is not a docstring, an import, `global` or `pass`."""
     for index, statement in enumerate(body):
-        if index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
-                and isinstance(statement.value.value, str):  # fmt: skip
+        if (
+            index == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        ):
             continue
         if isinstance(statement, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Pass)):
             continue
@@ -577,8 +627,9 @@ def _is_literal(node: ast.expr, depth: int = 0) -> bool:
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return all(_is_literal(e, depth + 1) for e in node.elts)
     if isinstance(node, ast.Dict):
-        return all(k is not None and _is_literal(k, depth + 1) for k in node.keys) and \
-            all(_is_literal(v, depth + 1) for v in node.values)  # fmt: skip
+        return all(k is not None and _is_literal(k, depth + 1) for k in node.keys) and all(
+            _is_literal(v, depth + 1) for v in node.values
+        )
     return False
 
 
@@ -625,8 +676,11 @@ def _import_problems(tree: ast.Module) -> Iterator[Problem]:
 
 
 def _import_problem(what: str, line: int) -> Problem:
-    return problem("import_not_allowed", f"`{what}` is outside the restricted allowlist: the gold would not "
-                   "run under policy='restricted'", line)  # fmt: skip
+    return problem(
+        "import_not_allowed",
+        f"`{what}` is outside the restricted allowlist: the gold would not run under policy='restricted'",
+        line,
+    )
 
 
 # -- the run's summary and the fixed copy ---------------------------------------------------------
@@ -665,10 +719,15 @@ class ValidationSummary:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "total": self.total, "with_errors": self.with_errors, "with_warnings_only": self.with_warnings_only,
-            "clean": self.clean, "problems": dict(self.problems), "records": dict(self.records),
-            "fixable": len(self.fixable), "elapsed_s": round(self.elapsed_s, 3),
-        }  # fmt: skip
+            "total": self.total,
+            "with_errors": self.with_errors,
+            "with_warnings_only": self.with_warnings_only,
+            "clean": self.clean,
+            "problems": dict(self.problems),
+            "records": dict(self.records),
+            "fixable": len(self.fixable),
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
 
 
 def render_summary(summary: ValidationSummary, stream: TextIO | None = None) -> None:
@@ -678,9 +737,12 @@ def render_summary(summary: ValidationSummary, stream: TextIO | None = None) -> 
 
     console = Console(file=stream if stream is not None else sys.stderr, highlight=False)
     rate = summary.total / summary.elapsed_s if summary.elapsed_s else 0.0
-    console.print(f"[bold]potrun validate[/]: {summary.total} records: {summary.with_errors} with errors, "
-                  f"{summary.with_warnings_only} with warnings only, {summary.clean} clean "
-                  f"({summary.elapsed_s:.1f} s, {rate:.0f} records/s)", soft_wrap=True)  # fmt: skip
+    console.print(
+        f"[bold]potrun validate[/]: {summary.total} records: {summary.with_errors} with errors, "
+        f"{summary.with_warnings_only} with warnings only, {summary.clean} clean "
+        f"({summary.elapsed_s:.1f} s, {rate:.0f} records/s)",
+        soft_wrap=True,
+    )
     if not summary.problems:
         return
     table = Table(title="problems by code", title_justify="left")

@@ -57,8 +57,9 @@ class Sandbox:
         image: str | None = None,
     ) -> None:
         self.policy = get_policy(policy)
-        self.limits = Limits(timeout_s=timeout, wall_timeout_s=wall_timeout, memory_mb=memory_mb,
-                             output_bytes=output_bytes)  # fmt: skip
+        self.limits = Limits(
+            timeout_s=timeout, wall_timeout_s=wall_timeout, memory_mb=memory_mb, output_bytes=output_bytes
+        )
         if timeout <= 0 or self.limits.wall_limit_s <= 0 or memory_mb <= 0 or output_bytes <= 0:
             raise UsageError("timeout, memory and output limits must be positive")
         if isolation not in (None, *(tier.value for tier in Isolation)):
@@ -67,8 +68,9 @@ class Sandbox:
         self.entry = Entry(entry)
         self.workers = workers or default_workers(self.isolation)
         self.backend_name = backend
-        self._backend = _make_backend(backend, hash_seed=hash_seed, image=image, limits=self.limits,
-                                      forks=self.isolation is Isolation.FORK)  # fmt: skip
+        self._backend = _make_backend(
+            backend, hash_seed=hash_seed, image=image, limits=self.limits, forks=self.isolation is Isolation.FORK
+        )
         self._pool: Pool | None = None
         self._completed_before = 0  # by pools closed before the current one
         self._settings = {"hash_seed": hash_seed, "image": image}
@@ -125,10 +127,17 @@ class Sandbox:
             if key not in self._companions:
                 limits = self.limits
                 self._companions[key] = Sandbox(
-                    self.backend_name, policy=policy, workers=min(workers, self.workers), timeout=limits.timeout_s,
-                    wall_timeout=limits.wall_timeout_s, memory_mb=limits.memory_mb, output_bytes=limits.output_bytes,
-                    isolation=isolation, entry=str(self.entry), **self._settings,
-                )  # fmt: skip
+                    self.backend_name,
+                    policy=policy,
+                    workers=min(workers, self.workers),
+                    timeout=limits.timeout_s,
+                    wall_timeout=limits.wall_timeout_s,
+                    memory_mb=limits.memory_mb,
+                    output_bytes=limits.output_bytes,
+                    isolation=isolation,
+                    entry=str(self.entry),
+                    **self._settings,
+                )
             return self._companions[key]
 
     # -- running -----------------------------------------------------------------------------------------
@@ -136,15 +145,22 @@ class Sandbox:
     def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> RunRequest:
         """The request for one program under this sandbox's policy, isolation and limits. `capture`:
         also send back the numbers the program's variables held (`ExecResult.captured`), for checklists."""
-        return RunRequest(source=source, policy=self.policy.name, entry=str(Entry(entry)) if entry else str(self.entry),
-                          isolation=str(self.isolation), limits=self.limits, capture=capture)  # fmt: skip
+        return RunRequest(
+            source=source,
+            policy=self.policy.name,
+            entry=str(Entry(entry)) if entry else str(self.entry),
+            isolation=str(self.isolation),
+            limits=self.limits,
+            capture=capture,
+        )
 
     def run(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
         with closing(self.run_many([source], entry=entry, capture=capture)) as results:  # type: ignore[type-var]
             return next(results)
 
-    def run_many(self, sources: Iterable[str], *, entry: str | None = None,
-                 capture: bool = False) -> Iterator[ExecResult]:  # fmt: skip
+    def run_many(
+        self, sources: Iterable[str], *, entry: str | None = None, capture: bool = False
+    ) -> Iterator[ExecResult]:
         """One ExecResult per source, in input order; sources are read lazily."""
         requests = (self.request(source, entry, capture=capture) for source in sources)
         return self.run_requests(requests)  # type: ignore[return-value]
@@ -162,8 +178,9 @@ class Sandbox:
                 return result
         raise AssertionError("a stream of one request yields one result")
 
-    async def arun_many(self, sources: Iterable[str], *, entry: str | None = None,
-                        capture: bool = False) -> AsyncIterator[ExecResult]:  # fmt: skip
+    async def arun_many(
+        self, sources: Iterable[str], *, entry: str | None = None, capture: bool = False
+    ) -> AsyncIterator[ExecResult]:
         """`run_many` for asyncio: `async for result in box.arun_many(sources)`, in input order."""
         requests = (self.request(source, entry, capture=capture) for source in sources)
         async with aclosing(self.arun_requests(requests)) as results:

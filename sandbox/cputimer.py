@@ -42,8 +42,12 @@ class _Itimerspec(ctypes.Structure):
 class _Sigevent(ctypes.Structure):
     # struct sigevent on Linux: sigev_value (a union of a pointer), sigev_signo, sigev_notify, then a
     # union that makes the whole 64 bytes.
-    _fields_ = [("sigev_value", ctypes.c_void_p), ("sigev_signo", ctypes.c_int),
-                ("sigev_notify", ctypes.c_int), ("_rest", ctypes.c_byte * 48)]  # fmt: skip
+    _fields_ = [
+        ("sigev_value", ctypes.c_void_p),
+        ("sigev_signo", ctypes.c_int),
+        ("sigev_notify", ctypes.c_int),
+        ("_rest", ctypes.c_byte * 48),
+    ]
 
 
 def _libc_functions() -> tuple[object, object] | None:
@@ -68,7 +72,7 @@ class CpuTimer:
     starts it from now, `disarm()` stops it. `precise`: it counts exact runtime (the POSIX timer),
     not the tick's samples (the fallback)."""
 
-    __slots__ = ("_id", "_value", "_armed", "_disarmed", "_event", "_seconds", "precise")
+    __slots__ = ("_armed", "_disarmed", "_event", "_id", "_seconds", "_value", "precise")
 
     def __init__(self) -> None:
         self._id: ctypes.c_void_p | None = None  # the kernel timer of the process that armed it
@@ -117,4 +121,4 @@ def default_signals() -> None:
         signal.signal(number, signal.SIG_DFL)
 
 
-__all__ = ["CpuTimer", "SIGNAL", "default_signals"]
+__all__ = ["SIGNAL", "CpuTimer", "default_signals"]

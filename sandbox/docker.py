@@ -127,7 +127,8 @@ def connect(timeout: float = API_TIMEOUT_S) -> Any:
     except Exception as exc:  # DockerException, requests' ConnectionError, a socket error...
         detail = str(exc).strip().splitlines()
         raise SandboxUnavailable(
-            "no Docker engine is reachable" + (f" ({detail[-1][:200]})" if detail else "")
+            "no Docker engine is reachable"
+            + (f" ({detail[-1][:200]})" if detail else "")
             + ": start dockerd (see .ci/setup-docker.sh) or set DOCKER_HOST"
         ) from None
     return client
@@ -144,8 +145,9 @@ def require_image(client: Any, image: str) -> Any:
         raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}") from None
 
 
-def container_options(*, image: str, slot: int, limits: Limits, hash_seed: int, session: str,
-                      name: str | None = None) -> dict[str, Any]:  # fmt: skip
+def container_options(
+    *, image: str, slot: int, limits: Limits, hash_seed: int, session: str, name: str | None = None
+) -> dict[str, Any]:
     """Keyword arguments of `client.containers.create` for one worker slot: all of the hardening."""
     memory_mb = limits.memory_mb * SLOTS_PER_CONTAINER + WORKER_OVERHEAD_MB
     return {
@@ -307,9 +309,13 @@ _REAPER = (
 def _start_reaper(session: str) -> subprocess.Popen[bytes] | None:
     try:
         return subprocess.Popen(
-            [sys.executable, "-P", "-c", _REAPER, session], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, cwd="/", start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "-P", "-c", _REAPER, session],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,
+        )
     except OSError as exc:
         log.warning("no reaper for docker session %s (%s): `potrun doctor --cleanup` removes leftovers", session, exc)
         return None
@@ -335,7 +341,7 @@ class _Attached:
     stderr, read from a second attach stream by a thread: stderr never shares the frames' socket, so a
     read of the frames' socket that yields no stdout payload can only be a header split across reads."""
 
-    __slots__ = ("container_id", "name", "stream", "sock", "errors", "stderr", "drained")
+    __slots__ = ("container_id", "drained", "errors", "name", "sock", "stderr", "stream")
 
     def __init__(self, container_id: str, name: str, stream: Any, sock: socket.socket, errors: Any = None) -> None:
         self.container_id = container_id
@@ -533,8 +539,15 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, image: str | None = None, hash_seed: int = 0, limits: Limits | None = None,
-                 *, client: Any | None = None, max_parallel: int = MAX_PARALLEL) -> None:  # fmt: skip
+    def __init__(
+        self,
+        image: str | None = None,
+        hash_seed: int = 0,
+        limits: Limits | None = None,
+        *,
+        client: Any | None = None,
+        max_parallel: int = MAX_PARALLEL,
+    ) -> None:
         self.image = image or DEFAULT_IMAGE
         self.hash_seed = hash_seed
         self.limits = limits or Limits()
@@ -549,8 +562,9 @@ class DockerBackend:
         self._reaper: subprocess.Popen[bytes] | None = None
 
     def options(self, slot: int, name: str | None = None) -> dict[str, Any]:
-        return container_options(image=self.image, slot=slot, limits=self.limits, hash_seed=self.hash_seed,
-                                 session=self.session, name=name)  # fmt: skip
+        return container_options(
+            image=self.image, slot=slot, limits=self.limits, hash_seed=self.hash_seed, session=self.session, name=name
+        )
 
     # -- Backend ---------------------------------------------------------------------------------------
 
@@ -613,7 +627,9 @@ class DockerBackend:
         except BaseException as exc:
             _remove(self.client, container.id)
             if isinstance(exc, docker.errors.APIError):
-                raise SandboxUnavailable(f"docker could not start a worker container: {exc.explanation or exc}") from None
+                raise SandboxUnavailable(
+                    f"docker could not start a worker container: {exc.explanation or exc}"
+                ) from None
             raise
         return _Attached(container.id, name, stream, sock, errors)
 

@@ -59,8 +59,20 @@ DEFAULT_GLIBC = "2.36"  # Debian bookworm, the oldest base we build on
 # Copied from the source tree into a temporary directory before `pip wheel`, so the build writes
 # nothing (build/, *.egg-info) into the repository.
 _SOURCE_IGNORE = shutil.ignore_patterns(
-    ".git", ".ci", "__pycache__", "*.pyc", "build", "dist", "*.egg-info", ".venv", ".pytest_cache",
-    "tests", "bench", "wheels", "results*.jsonl", "summary*.json",
+    ".git",
+    ".ci",
+    "__pycache__",
+    "*.pyc",
+    "build",
+    "dist",
+    "*.egg-info",
+    ".venv",
+    ".pytest_cache",
+    "tests",
+    "bench",
+    "wheels",
+    "results*.jsonl",
+    "summary*.json",
 )
 
 
@@ -92,7 +104,9 @@ def ensure_engine() -> str:
     try:
         proc = subprocess.run(
             [docker, "version", "--format", "{{.Server.Version}}"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     except subprocess.TimeoutExpired as exc:
         raise SandboxUnavailable("the Docker engine did not answer within 30 s") from exc
@@ -109,9 +123,7 @@ def ensure_engine() -> str:
 def image_exists(tag: str = DEFAULT_IMAGE) -> bool:
     """True when the engine has an image called `tag`; SandboxUnavailable when it cannot be asked."""
     docker = _docker_cli()
-    proc = subprocess.run(
-        [docker, "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True
-    )
+    proc = subprocess.run([docker, "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True)
     if proc.returncode == 0:
         return True
     if re.search(r"no such (image|object)", proc.stderr, re.IGNORECASE):
@@ -124,14 +136,12 @@ def detect_base(base: str) -> tuple[str | None, str | None]:
     """(python X.Y, glibc X.Y) of a base image present locally, else guesses from its name."""
     docker = _docker_cli()
     if image_exists(base):
-        probe = (
-            "import platform, sys; "
-            "print('%d.%d' % sys.version_info[:2], platform.libc_ver()[1] or '')"
-        )
+        probe = "import platform, sys; print('%d.%d' % sys.version_info[:2], platform.libc_ver()[1] or '')"
         proc = subprocess.run(
-            [docker, "run", "--rm", "--network", "none", "--entrypoint", "python3", base,
-             "-I", "-c", probe],
-            capture_output=True, text=True, timeout=120,
+            [docker, "run", "--rm", "--network", "none", "--entrypoint", "python3", base, "-I", "-c", probe],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         if proc.returncode == 0 and proc.stdout.split():
             fields = proc.stdout.split()
@@ -285,9 +295,21 @@ def download_wheels(
 ) -> None:
     major_minor = "".join(python_version.split(".")[:2])
     cmd = [
-        sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-        "-d", str(wheels), "--only-binary=:all:",
-        "--python-version", python_version, "--implementation", "cp", "--abi", f"cp{major_minor}",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-d",
+        str(wheels),
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        "--abi",
+        f"cp{major_minor}",
     ]
     for tag in [platform] if platform else platform_tags(glibc=glibc):
         cmd += ["--platform", tag]
@@ -365,10 +387,22 @@ def build_image(
     with tempfile.TemporaryDirectory(prefix="potrun-image-") as tmp:
         ctx = prepare_context(
             Path(context) if context else Path(tmp),
-            python_version=python_version, glibc=glibc, packages=packages,
+            python_version=python_version,
+            glibc=glibc,
+            packages=packages,
         )
-        cmd = [docker, "build", "--network", "none", "-f", str(ctx / DOCKERFILE), "-t", tag,
-               "--label", f"{IMAGE_LABEL}.python={python_version}"]
+        cmd = [
+            docker,
+            "build",
+            "--network",
+            "none",
+            "-f",
+            str(ctx / DOCKERFILE),
+            "-t",
+            tag,
+            "--label",
+            f"{IMAGE_LABEL}.python={python_version}",
+        ]
         if base:
             cmd += ["--build-arg", f"BASE={base}"]
         env = dict(os.environ)
@@ -382,8 +416,9 @@ def build_image(
         _log(f"built {tag} in {time.monotonic() - started:.1f} s")
     # The legacy builder leaves the install stage behind untagged, and a rebuild untags the previous
     # image: drop those (dangling images carrying our stage label; ones in use are kept).
-    subprocess.run([docker, "image", "prune", "--force", "--filter", f"label={IMAGE_LABEL}.stage"],
-                   capture_output=True, text=True)
+    subprocess.run(
+        [docker, "image", "prune", "--force", "--filter", f"label={IMAGE_LABEL}.stage"], capture_output=True, text=True
+    )
     return tag
 
 
@@ -401,12 +436,23 @@ def main(argv: list[str] | None = None) -> int:
     build = sub.add_parser("build", help="build the sandbox image")
     build.add_argument("--base", default=None, help=f"base image (default: {DEFAULT_BASE})")
     build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image tag (default: {DEFAULT_IMAGE})")
-    build.add_argument("--python", dest="python_version", default=None,
-                       help="the base image's Python X.Y (default: probed from the base)")
-    build.add_argument("--with", dest="extra", action="append", default=[], metavar="PACKAGE",
-                       help="another package to install into the image (e.g. sympy); repeatable")
-    build.add_argument("--context", type=Path, default=None,
-                       help="keep the build context in this directory instead of a temporary one")
+    build.add_argument(
+        "--python",
+        dest="python_version",
+        default=None,
+        help="the base image's Python X.Y (default: probed from the base)",
+    )
+    build.add_argument(
+        "--with",
+        dest="extra",
+        action="append",
+        default=[],
+        metavar="PACKAGE",
+        help="another package to install into the image (e.g. sympy); repeatable",
+    )
+    build.add_argument(
+        "--context", type=Path, default=None, help="keep the build context in this directory instead of a temporary one"
+    )
     ctx = sub.add_parser("context", help="only write the build context (Dockerfile + wheels)")
     ctx.add_argument("dest", type=Path)
     ctx.add_argument("--python", dest="python_version", default=DEFAULT_PYTHON)
@@ -420,12 +466,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "build":
             packages = RUNTIME_PACKAGES + tuple(args.extra)
-            print(build_image(args.base, args.tag, python_version=args.python_version,
-                              packages=packages, context=args.context))
+            print(
+                build_image(
+                    args.base, args.tag, python_version=args.python_version, packages=packages, context=args.context
+                )
+            )
         elif args.command == "context":
             packages = RUNTIME_PACKAGES + tuple(args.extra)
-            print(prepare_context(args.dest, python_version=args.python_version, glibc=args.glibc,
-                                  platform=args.platform, packages=packages))
+            print(
+                prepare_context(
+                    args.dest,
+                    python_version=args.python_version,
+                    glibc=args.glibc,
+                    platform=args.platform,
+                    packages=packages,
+                )
+            )
         else:
             return 0 if image_exists(args.tag) else 1
     except SandboxUnavailable as exc:

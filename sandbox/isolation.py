@@ -27,8 +27,14 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 0x400, 0x800, 0x1000, 0x4000, 0x40000, 0x200000
-MOUNT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}  # fmt: skip
+MOUNT_OPTIONS = {
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+}
 MNT_DETACH = 0x2
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -231,8 +237,11 @@ def python_paths() -> set[str]:
     """Where this Python's files are: its prefixes, its import path, the folders of modules loaded."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)}
     paths.update(entry for entry in sys.path if entry)
-    paths.update(os.path.dirname(module.__file__) for module in list(sys.modules.values())
-                 if isinstance(getattr(module, "__file__", None), str))  # fmt: skip
+    paths.update(
+        os.path.dirname(module.__file__)
+        for module in list(sys.modules.values())
+        if isinstance(getattr(module, "__file__", None), str)
+    )
     return {path for path in paths if os.path.exists(path)}
 
 

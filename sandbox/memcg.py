@@ -49,16 +49,20 @@ class MemoryCgroup:
         self.owned = owned  # made by us, limited by us; else only watched (a container's own cgroup)
         if owned:
             self.path.mkdir(exist_ok=True)
-        names = ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.oom_control") if version == 1 \
-            else ("memory.max", "memory.swap.max", "memory.events")  # fmt: skip
+        names = (
+            ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.oom_control")
+            if version == 1
+            else ("memory.max", "memory.swap.max", "memory.events")
+        )
         self._limit_file, self._swap_file, events = (str(path / name) for name in names)
         self._swap = os.path.exists(self._swap_file)
         self.limit: int | None = None
         self.baseline = 0  # bytes charged here while no runner lives
         # Kept open: the worker reads it after a runner's death, from inside a root that has no /sys.
         self._events = os.open(events, os.O_RDONLY | os.O_CLOEXEC)
-        self._usage = os.open(str(path / ("memory.usage_in_bytes" if version == 1 else "memory.current")),
-                              os.O_RDONLY | os.O_CLOEXEC)  # fmt: skip
+        self._usage = os.open(
+            str(path / ("memory.usage_in_bytes" if version == 1 else "memory.current")), os.O_RDONLY | os.O_CLOEXEC
+        )
         self._limit_fd = os.open(self._limit_file, os.O_WRONLY | os.O_CLOEXEC) if owned else -1
         self._swap_fd = os.open(self._swap_file, os.O_WRONLY | os.O_CLOEXEC) if owned and self._swap else -1
 

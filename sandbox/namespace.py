@@ -92,8 +92,14 @@ def python_installation() -> list[str]:
     checkout (or a finder naming it) on the import path, but the worker has imported what it runs
     already. A prefix is kept even inside the checkout (a `.venv` there): it holds no source of it."""
     project = Path(__file__).resolve().parents[1]  # sandbox/ -> the checkout (or site-packages/potrun)
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable)}  # fmt: skip
+    prefixes = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        os.path.dirname(sys.executable),
+    }
     packages = {entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))}
     kept = set()
     for path in prefixes | packages:

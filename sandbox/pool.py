@@ -221,8 +221,10 @@ class Pool:
         spoken = slot.hello.get("protocol")
         if spoken != PROTOCOL_VERSION:
             slot.conn.kill()
-            raise SandboxUnavailable(f"{self.backend.name} worker {slot.number} speaks protocol {spoken}, "
-                                     f"potrun speaks {PROTOCOL_VERSION}: rebuild the sandbox image")  # fmt: skip
+            raise SandboxUnavailable(
+                f"{self.backend.name} worker {slot.number} speaks protocol {spoken}, "
+                f"potrun speaks {PROTOCOL_VERSION}: rebuild the sandbox image"
+            )
 
     def _replace(self, slot: Slot) -> None:
         slot.conn.kill()
@@ -297,8 +299,12 @@ class Pool:
         if batch:
             self._submit(batch)
 
-    def advance(self, stream: Stream, source: Iterator[RunRequest | None],
-                arrivals: SimpleQueue[Arrival] | asyncio.Queue[Arrival]) -> list[ExecResult | None]:  # fmt: skip
+    def advance(
+        self,
+        stream: Stream,
+        source: Iterator[RunRequest | None],
+        arrivals: SimpleQueue[Arrival] | asyncio.Queue[Arrival],
+    ) -> list[ExecResult | None]:
         """One turn of a caller's loop without waiting: hand over what the window allows, take what has
         arrived, and return the results now due, in order. (The caller then waits for an arrival when
         `stream.waits()`: on a queue, or in an event loop.)"""
@@ -356,7 +362,7 @@ class Pool:
                 self._send_pending()
                 self._step()
             failure: BaseException = SandboxUnavailable("the sandbox was closed while this call was running")
-        except BaseException as exc:  # noqa: BLE001 - handed to every caller, which raises it
+        except BaseException as exc:
             failure = exc
         with self._lock:
             self._failure = failure
@@ -439,8 +445,9 @@ class Pool:
                     raise ProtocolError("an answer where none was due")
                 job = slot.inflight[0]
                 message = decode(body)
-                result = result_from_wire(message, request_id=job.wire_id, attempts=job.attempts,
-                                          output_bytes=job.request.limits.output_bytes)  # fmt: skip
+                result = result_from_wire(
+                    message, request_id=job.wire_id, attempts=job.attempts, output_bytes=job.request.limits.output_bytes
+                )
                 slot.inflight.popleft()
                 slot.progress = time.monotonic()
                 self._finish(job, result, len(body))
@@ -461,7 +468,7 @@ class Pool:
         its stream is dropped, and the dispatcher goes on."""
         try:
             stream.deliver(arrival)
-        except Exception:  # noqa: BLE001 - the caller's side failed, not the pool
+        except Exception:
             self.close_stream(stream)
 
     def _lose(self, slot: Slot, why: str) -> None:

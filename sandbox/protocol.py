@@ -57,9 +57,13 @@ def _unencodable(value: Any) -> Any:
 
 # One encoder for every frame, made once: json.dumps builds one on each call, through Python code that
 # a fresh fork pays for in page faults. The output is json.dumps's, with compact separators.
-_ENCODE = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-    None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-) if json.encoder.c_make_encoder is not None else None  # type: ignore[attr-defined]
+_ENCODE = (
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)  # type: ignore[attr-defined]
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_unencodable)
 _DECODER = json.JSONDecoder()
 
@@ -186,9 +190,14 @@ class RunRequest:
     id: int = -1  # given by the pool: the job's index in its stream
 
     def to_wire(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"id": self.id, "source": self.source, "policy": self.policy,
-                                   "entry": self.entry, "isolation": self.isolation,
-                                   "limits": self.limits.to_wire()}  # fmt: skip
+        message: dict[str, Any] = {
+            "id": self.id,
+            "source": self.source,
+            "policy": self.policy,
+            "entry": self.entry,
+            "isolation": self.isolation,
+            "limits": self.limits.to_wire(),
+        }
         if self.capture:
             message["capture"] = True
         return message
@@ -198,15 +207,20 @@ class RunRequest:
         try:
             limits = message["limits"]
             request = cls(
-                source=_exact(message["source"], str), policy=_exact(message["policy"], str),
-                entry=_exact(message["entry"], str), isolation=_exact(message["isolation"], str),
-                limits=Limits(timeout_s=_number(limits["timeout_s"]),
-                              wall_timeout_s=_number(limits["wall_timeout_s"]),
-                              memory_mb=_exact(limits["memory_mb"], int),
-                              output_bytes=_exact(limits["output_bytes"], int),
-                              max_processes=_exact(limits["max_processes"], int)),
-                capture=message.get("capture", False) is True, id=_exact(message["id"], int),
-            )  # fmt: skip
+                source=_exact(message["source"], str),
+                policy=_exact(message["policy"], str),
+                entry=_exact(message["entry"], str),
+                isolation=_exact(message["isolation"], str),
+                limits=Limits(
+                    timeout_s=_number(limits["timeout_s"]),
+                    wall_timeout_s=_number(limits["wall_timeout_s"]),
+                    memory_mb=_exact(limits["memory_mb"], int),
+                    output_bytes=_exact(limits["output_bytes"], int),
+                    max_processes=_exact(limits["max_processes"], int),
+                ),
+                capture=message.get("capture", False) is True,
+                id=_exact(message["id"], int),
+            )
         except (KeyError, TypeError) as exc:
             raise ProtocolError(f"invalid request: {exc}") from None
         if request.isolation not in ISOLATIONS:
@@ -222,8 +236,9 @@ class RunRequest:
 
 # What a runner may report: what a program can earn. Timeouts and crashes are the worker's observations,
 # and sandbox_error is potrun's own failure: a runner that claims one breaks the protocol.
-RUNNER_STATUSES = frozenset({"ok", "no_answer", "syntax_error", "policy_violation", "error", "memory_limit",
-                             "output_limit"})  # fmt: skip
+RUNNER_STATUSES = frozenset(
+    {"ok", "no_answer", "syntax_error", "policy_violation", "error", "memory_limit", "output_limit"}
+)
 STATUSES = {status.value: status for status in Status}
 ENTRIES = frozenset({"solution", "solver", "ans", "answer", "result", "stdout"})
 TIMEOUT_KINDS = frozenset({"wall", "cpu"})
@@ -234,15 +249,15 @@ MAX_CAPTURED = 1000
 MAX_DEPTH = 10  # of a list value
 
 
-def check_result(message: dict[str, Any], *, request_id: int, from_runner: bool,
-                 output_bytes: int) -> dict[str, Any]:  # fmt: skip
+def check_result(message: dict[str, Any], *, request_id: int, from_runner: bool, output_bytes: int) -> dict[str, Any]:
     """A result message made safe to forward: every field of its exact type and bounded, the id the
     request's, unknown fields dropped. Raises ProtocolError for anything else. (Only the fields present
     are looked at, each by its own check: this runs in potrun for every result.)"""
     status = message.get("status")
     if type(status) is not str or status not in (RUNNER_STATUSES if from_runner else STATUSES):
-        raise ProtocolError(f"status {str(status)[:TYPE_LIMIT]!r} is not one a {'runner' if from_runner else 'worker'} "
-                            "may report")  # fmt: skip
+        raise ProtocolError(
+            f"status {str(status)[:TYPE_LIMIT]!r} is not one a {'runner' if from_runner else 'worker'} may report"
+        )
     value = message.get("value")
     kind = type(value)
     if kind is str or kind is list:
@@ -312,17 +327,24 @@ def _captured(value: Any) -> list[float]:
 
 _SCALARS = frozenset({bool, int, float})
 _FIELD_CHECKS: dict[str, Any] = {
-    "entry": _member(ENTRIES), "error_type": _text(TYPE_LIMIT), "error": _text(TEXT_LIMIT),
-    "stdout": _text(STREAM_LIMIT), "stderr": _text(STREAM_LIMIT), "line": lambda value: _exact(value, int),
-    "timeout_kind": _member(TIMEOUT_KINDS), "wall_s": _duration, "cpu_s": _duration,
-    "isolation": _member(frozenset(ISOLATIONS)), "captured": _captured, "peak_rss_mb": _megabytes,
-}  # fmt: skip
+    "entry": _member(ENTRIES),
+    "error_type": _text(TYPE_LIMIT),
+    "error": _text(TEXT_LIMIT),
+    "stdout": _text(STREAM_LIMIT),
+    "stderr": _text(STREAM_LIMIT),
+    "line": lambda value: _exact(value, int),
+    "timeout_kind": _member(TIMEOUT_KINDS),
+    "wall_s": _duration,
+    "cpu_s": _duration,
+    "isolation": _member(frozenset(ISOLATIONS)),
+    "captured": _captured,
+    "peak_rss_mb": _megabytes,
+}
 # Fields only a worker measures (from outside the runner): a runner's own claim of them is dropped.
 _WORKER_FIELDS = frozenset({"peak_rss_mb"})
 
 
-def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: int,
-                     attempts: int = 1) -> ExecResult:  # fmt: skip
+def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: int, attempts: int = 1) -> ExecResult:
     """The ExecResult in a worker's answer, checked (`check_result`): only plain data arrives here."""
     if message.get("id") != request_id or type(message.get("id")) is not int:
         raise ProtocolError(f"an answer for {str(message.get('id'))[:20]} where {request_id} was due")
@@ -366,4 +388,3 @@ def _check_value(value: Any, depth: int, budget: list[int]) -> None:
         budget[0] -= 8
     if budget[0] < 0:
         raise ProtocolError("a value larger than the output limit")
-

@@ -28,9 +28,10 @@ import time
 import types
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 from potrun.policies import PolicySpec
 from potrun.policies.pure import end_program, pure_globals, unproven, why_not_pure_program
@@ -43,9 +44,11 @@ from potrun.policies.restricted import (
 )
 from potrun.sandbox import isolation, seeding, values
 from potrun.sandbox.cputimer import CpuTimer
+
 # The wire's bounds: an error message, an error type's name, the tail of stdout and of stderr, numbers
 # captured. The runner keeps within them; the worker and potrun check them.
 from potrun.sandbox.protocol import MAX_CAPTURED, STREAM_LIMIT, TEXT_LIMIT, TYPE_LIMIT, RunRequest
+
 ENTRY_FUNCTIONS = ("solution", "solver")
 ENTRY_VARIABLES = ("ans", "answer", "result")
 COMPILE_CACHE_SIZE = 4096
@@ -66,7 +69,7 @@ class OutputSink:
     stdout's last non-blank line is kept whole (it may be the answer: `print(10**1000)` is 1,001
     digits), and a tail of each stream is sent with the result; stderr is never read as the answer."""
 
-    __slots__ = ("limit", "size", "exceeded", "on_overflow", "stdout", "stderr")
+    __slots__ = ("exceeded", "limit", "on_overflow", "size", "stderr", "stdout")
 
     def __init__(self, limit: int, on_overflow: Callable[[], None]) -> None:
         self.limit = limit
@@ -90,7 +93,7 @@ class OutputSink:
 class Stream:
     """One of the program's two output streams (a file-like object with write and flush)."""
 
-    __slots__ = ("sink", "tail", "_line", "_last", "_keep_last")
+    __slots__ = ("_keep_last", "_last", "_line", "sink", "tail")
 
     def __init__(self, sink: OutputSink, keep_last_line: bool) -> None:
         self.sink = sink
@@ -157,8 +160,9 @@ class Runner:
     fork is killed afterwards, so there is nothing to check. `send` belongs to the process that runs the
     programs: a fork sets it to its own answer pipe."""
 
-    def __init__(self, policy: PolicySpec, *, warm: bool,
-                 send: Callable[[dict[str, Any], bool], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, policy: PolicySpec, *, warm: bool, send: Callable[[dict[str, Any], bool], None] | None = None
+    ) -> None:
         self.policy = policy
         self.warm = warm
         self.send = send
@@ -269,15 +273,25 @@ class Runner:
             if capture is not None and result["status"] in ("ok", "no_answer"):
                 result["captured"] = capture.numbers(namespace, value)
         except SyntaxError as exc:
-            return {"status": "syntax_error", "error_type": _type_name(exc),
-                    "error": _bounded(exc.msg), "line": exc.lineno}, False  # fmt: skip
+            return {
+                "status": "syntax_error",
+                "error_type": _type_name(exc),
+                "error": _bounded(exc.msg),
+                "line": exc.lineno,
+            }, False
         except PolicyViolation as exc:  # a compile-time refusal; a run-time one is among the guards'
             result, recycle = _violation_result(exc), False
         except OutputLimitExceeded:
             result, recycle = _output_limit_result(sink), True
         except MemoryError:
-            result, recycle = {"status": "memory_limit", "error_type": "MemoryError",
-                               "error": "the program ran out of its memory limit"}, True  # fmt: skip
+            result, recycle = (
+                {
+                    "status": "memory_limit",
+                    "error_type": "MemoryError",
+                    "error": "the program ran out of its memory limit",
+                },
+                True,
+            )
         except BaseException as exc:  # the program's own failure, whatever it raised
             result, recycle = _error_result(exc), False
         else:
@@ -351,8 +365,9 @@ class Runner:
 # -- answers ---------------------------------------------------------------------------------------
 
 
-def _read_entry(namespace: dict[str, Any], entry: str, sink: OutputSink,
-                capture: Capture | None = None) -> tuple[Any, str | None]:  # fmt: skip
+def _read_entry(
+    namespace: dict[str, Any], entry: str, sink: OutputSink, capture: Capture | None = None
+) -> tuple[Any, str | None]:
     """Find the answer the way the program was asked to give it; say which convention gave it."""
     call = capture.call if capture is not None else _call
     if entry == "auto":
@@ -396,7 +411,7 @@ class Capture:
     a finite float with `values.to_plain`, and only those floats leave the runner. Bools are not
     numbers here."""
 
-    __slots__ = ("locals", "_frame")
+    __slots__ = ("_frame", "locals")
 
     def __init__(self) -> None:
         self.locals: dict[str, Any] | None = None
@@ -499,8 +514,11 @@ def _parse_printed(line: str) -> Any:
 
 def _value_result(value: Any, entry: str | None, output_limit: int) -> dict[str, Any]:
     if value is None:
-        message = "no answer: no solution()/solver(), ans/answer/result or printed line" if entry is None \
-            else f"{entry} gave None"  # fmt: skip
+        message = (
+            "no answer: no solution()/solver(), ans/answer/result or printed line"
+            if entry is None
+            else f"{entry} gave None"
+        )
         return {"status": "no_answer", "entry": entry, "error": message}
     try:
         plain = values.to_plain(value, values.Budget(output_limit))
@@ -520,8 +538,7 @@ def _error_result(exc: BaseException) -> dict[str, Any]:
             message = "<unprintable message>"
     except BaseException:
         message = "<unprintable message>"
-    return {"status": "error", "error_type": _type_name(exc), "error": _bounded(message),
-            "line": _program_line(exc)}  # fmt: skip
+    return {"status": "error", "error_type": _type_name(exc), "error": _bounded(message), "line": _program_line(exc)}
 
 
 def _type_name(exc: BaseException) -> str:
@@ -529,13 +546,20 @@ def _type_name(exc: BaseException) -> str:
 
 
 def _violation_result(exc: PolicyViolation) -> dict[str, Any]:
-    return {"status": "policy_violation", "error_type": _bounded(str(exc.rule))[:TYPE_LIMIT],
-            "error": _bounded(str(exc.message)), "line": exc.line}  # fmt: skip
+    return {
+        "status": "policy_violation",
+        "error_type": _bounded(str(exc.rule))[:TYPE_LIMIT],
+        "error": _bounded(str(exc.message)),
+        "line": exc.line,
+    }
 
 
 def _output_limit_result(sink: OutputSink) -> dict[str, Any]:
-    return {"status": "output_limit", "error_type": "OutputLimit",
-            "error": f"printed more than {sink.limit} characters"}  # fmt: skip
+    return {
+        "status": "output_limit",
+        "error_type": "OutputLimit",
+        "error": f"printed more than {sink.limit} characters",
+    }
 
 
 def _program_line(exc: BaseException) -> int | None:
@@ -589,4 +613,4 @@ def _group_of(pid: int) -> int | None:
         return None
 
 
-__all__ = ["AuditHook", "Runner", "trusted_audit_hook", "PROGRAM_MODULE"]
+__all__ = ["PROGRAM_MODULE", "AuditHook", "Runner", "trusted_audit_hook"]

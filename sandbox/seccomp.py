@@ -19,10 +19,10 @@ hello says so. No binding is needed: the filter is 20-odd classic BPF instructio
 from __future__ import annotations
 
 import ctypes
-from typing import Union
 import errno
 import platform
 import struct
+from typing import Union
 
 PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
@@ -36,31 +36,130 @@ OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data (args[0]'s
 CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 
 DENIED_NAMES = (
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace", "process_vm_readv",
-    "process_vm_writev", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "open_by_handle_at",
-    "name_to_handle_at", "swapon", "swapoff", "reboot", "acct", "quotactl", "open_tree", "move_mount",
-    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "iopl", "ioperm",
-)  # fmt: skip
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "acct",
+    "quotactl",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "iopl",
+    "ioperm",
+)
 ARCHES: dict[str, tuple[int, int, int, dict[str, int]]] = {
     # machine: (AUDIT_ARCH, clone, clone3, {name: number}); iopl/ioperm exist on x86_64 only
-    "x86_64": (0xC000003E, 56, 435, {
-        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308,
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "keyctl": 250, "add_key": 248,
-        "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "kexec_load": 246,
-        "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
-        "open_by_handle_at": 304, "name_to_handle_at": 303, "swapon": 167, "swapoff": 168, "reboot": 169,
-        "acct": 163, "quotactl": 179, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "iopl": 172, "ioperm": 173}),
-    "aarch64": (0xC00000B7, 220, 435, {
-        "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268,
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "keyctl": 219, "add_key": 217,
-        "request_key": 218, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
-        "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
-        "open_by_handle_at": 265, "name_to_handle_at": 264, "swapon": 224, "swapoff": 225, "reboot": 142,
-        "acct": 89, "quotactl": 60, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-        "fsmount": 432, "fspick": 433, "mount_setattr": 442}),
-}  # fmt: skip
+    "x86_64": (
+        0xC000003E,
+        56,
+        435,
+        {
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "unshare": 272,
+            "setns": 308,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "open_by_handle_at": 304,
+            "name_to_handle_at": 303,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "acct": 163,
+            "quotactl": 179,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+            "iopl": 172,
+            "ioperm": 173,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        220,
+        435,
+        {
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "unshare": 97,
+            "setns": 268,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "open_by_handle_at": 265,
+            "name_to_handle_at": 264,
+            "swapon": 224,
+            "swapoff": 225,
+            "reboot": 142,
+            "acct": 89,
+            "quotactl": 60,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+        },
+    ),
+}
 X32_BIT = 0x40000000  # x86_64's x32 ABI: the same numbers with this bit
 
 
@@ -74,23 +173,30 @@ Label = Union[int, str]
 def filter_program(machine: str | None = None) -> bytes | None:
     """The filter's classic BPF instructions for `machine` (this one by default); None where unknown.
 
-        ld arch; jeq ARCH else KILL; ld nr; [x86_64: jge X32_BIT -> KILL]
-        jeq each denied -> EPERM; jeq clone3 -> ENOSYS; jeq clone else ALLOW
-        ld args[0]; jset CLONE_NAMESPACES -> EPERM else ALLOW
-        EPERM: ret ERRNO|EPERM; ENOSYS: ret ERRNO|ENOSYS; KILL: ret KILL_PROCESS; ALLOW: ret ALLOW
+    ld arch; jeq ARCH else KILL; ld nr; [x86_64: jge X32_BIT -> KILL]
+    jeq each denied -> EPERM; jeq clone3 -> ENOSYS; jeq clone else ALLOW
+    ld args[0]; jset CLONE_NAMESPACES -> EPERM else ALLOW
+    EPERM: ret ERRNO|EPERM; ENOSYS: ret ERRNO|ENOSYS; KILL: ret KILL_PROCESS; ALLOW: ret ALLOW
     """
     machine = machine or platform.machine()
     known = ARCHES.get(machine)
     if known is None:
         return None
     arch, clone, clone3, numbers = known
-    code: list[tuple[int, Label, Label, int]] = [(LD_ABS_W, 0, 0, OFFSET_ARCH), (JEQ, 0, "kill", arch),
-                                                 (LD_ABS_W, 0, 0, OFFSET_NR)]  # fmt: skip
+    code: list[tuple[int, Label, Label, int]] = [
+        (LD_ABS_W, 0, 0, OFFSET_ARCH),
+        (JEQ, 0, "kill", arch),
+        (LD_ABS_W, 0, 0, OFFSET_NR),
+    ]
     if machine == "x86_64":
         code.append((JGE, "kill", 0, X32_BIT))
     code += [(JEQ, "eperm", 0, number) for number in sorted({numbers[n] for n in DENIED_NAMES if n in numbers})]
-    code += [(JEQ, "enosys", 0, clone3), (JEQ, 0, "allow", clone), (LD_ABS_W, 0, 0, OFFSET_ARG0),
-             (JSET, "eperm", "allow", CLONE_NAMESPACES)]  # fmt: skip
+    code += [
+        (JEQ, "enosys", 0, clone3),
+        (JEQ, 0, "allow", clone),
+        (LD_ABS_W, 0, 0, OFFSET_ARG0),
+        (JSET, "eperm", "allow", CLONE_NAMESPACES),
+    ]
     labels = {name: len(code) + index for index, name in enumerate(("eperm", "enosys", "kill", "allow"))}
     verdicts = [RET_ERRNO | errno.EPERM, RET_ERRNO | errno.ENOSYS, RET_KILL_PROCESS, RET_ALLOW]
 

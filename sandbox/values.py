@@ -62,8 +62,10 @@ def to_plain(value: Any, budget: Budget | None = None, depth: int = 0) -> Any:
         return value
     if kind is int:
         if value.bit_length() > MAX_INT_BITS:
-            raise IntegerTooLong(f"integer of {value.bit_length()} bits exceeds the limit for integer string "
-                                 f"conversion ({MAX_INT_BITS} bits)")  # fmt: skip
+            raise IntegerTooLong(
+                f"integer of {value.bit_length()} bits exceeds the limit for integer string "
+                f"conversion ({MAX_INT_BITS} bits)"
+            )
         budget.spend(max(8, value.bit_length() // 3))
         return value
     if isinstance(value, list):

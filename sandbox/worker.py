@@ -53,9 +53,23 @@ from potrun.sandbox.protocol import (
 from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
 
 PRELOAD = (
-    "math", "cmath", "statistics", "fractions", "decimal", "datetime", "itertools", "functools",
-    "collections", "operator", "re", "string", "random", "heapq", "bisect", "copy",
-)  # fmt: skip
+    "math",
+    "cmath",
+    "statistics",
+    "fractions",
+    "decimal",
+    "datetime",
+    "itertools",
+    "functools",
+    "collections",
+    "operator",
+    "re",
+    "string",
+    "random",
+    "heapq",
+    "bisect",
+    "copy",
+)
 # Allowed modules that a worker imports only once its programs need them, outside any program's limits:
 # every module a worker holds makes each of its forks dearer (numpy doubles the memory a fork copies
 # and its exit unmaps: a fork runs 1,190 programs/s here without it, 967/s with it), and most programs
@@ -105,7 +119,7 @@ class Request:
     warm runner gets untouched. The JSON is decoded here only when the worker needs more than the
     header (a fork, or a verdict of its own)."""
 
-    __slots__ = ("warm", "wall_s", "key", "body", "sent", "_message")
+    __slots__ = ("_message", "body", "key", "sent", "wall_s", "warm")
 
     def __init__(self, warm: bool, wall_s: float, key: tuple[int, int], body: bytes) -> None:
         self.warm = warm  # it may take the warm tier (if the warm runner finds it pure)
@@ -138,9 +152,15 @@ class RunnerProcess:
 
 
 class Worker:
-    def __init__(self, uid_base: int | None, preload: tuple[str, ...], scratch: str | None = None,
-                 scratch_is_private: bool = False, host_pid: int | None = None,
-                 pid_namespace: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        uid_base: int | None,
+        preload: tuple[str, ...],
+        scratch: str | None = None,
+        scratch_is_private: bool = False,
+        host_pid: int | None = None,
+        pid_namespace: bool = False,
+    ) -> None:
         """`host_pid`: this worker's pid as potrun sees it (outside its PID namespace, if
         `pid_namespace`); its cgroups and its runners' uid are named after it."""
         seeding.install()  # before any import makes a generator
@@ -239,8 +259,14 @@ class Worker:
             non_dumpable=self.non_dumpable,
             seccomp=self.seccomp,
         )
-        return {"op": "hello", "pid": os.getpid(), "host_pid": self.host_pid, "protocol": PROTOCOL_VERSION,
-                "python": sys.version.split()[0], "capabilities": capabilities.to_dict()}  # fmt: skip
+        return {
+            "op": "hello",
+            "pid": os.getpid(),
+            "host_pid": self.host_pid,
+            "protocol": PROTOCOL_VERSION,
+            "python": sys.version.split()[0],
+            "capabilities": capabilities.to_dict(),
+        }
 
     # -- the loop --------------------------------------------------------------------------------------
 
@@ -438,8 +464,12 @@ class Worker:
             if len(body) < _ANSWER.size:
                 raise ProtocolError("an answer shorter than its prefix")
             held = _ANSWER.unpack_from(body)[3]
-            result = check_result(decode(body[_ANSWER.size :]), request_id=request.id, from_runner=True,
-                                  output_bytes=request.limits.output_bytes)  # fmt: skip
+            result = check_result(
+                decode(body[_ANSWER.size :]),
+                request_id=request.id,
+                from_runner=True,
+                output_bytes=request.limits.output_bytes,
+            )
         except ProtocolError as exc:
             return self._protocol_violation(request, exc, "fork")
         self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
@@ -451,11 +481,26 @@ class Worker:
     def _protocol_violation(self, request: RunRequest, exc: ProtocolError, tier: str) -> bytes:
         """The verdict on a program whose runner wrote what is not an answer: its own record only."""
         if isinstance(exc, FrameTooLarge):
-            return encode({"op": "result", "id": request.id, "status": "output_limit", "error_type": "OutputLimit",
-                           "error": "the answer is larger than the output limit", "isolation": tier})  # fmt: skip
-        return encode({"op": "result", "id": request.id, "status": "crashed", "error_type": "protocol_violation",
-                       "error": f"the program's runner wrote what is not an answer ({str(exc)[:200]})",
-                       "isolation": tier})  # fmt: skip
+            return encode(
+                {
+                    "op": "result",
+                    "id": request.id,
+                    "status": "output_limit",
+                    "error_type": "OutputLimit",
+                    "error": "the answer is larger than the output limit",
+                    "isolation": tier,
+                }
+            )
+        return encode(
+            {
+                "op": "result",
+                "id": request.id,
+                "status": "crashed",
+                "error_type": "protocol_violation",
+                "error": f"the program's runner wrote what is not an answer ({str(exc)[:200]})",
+                "isolation": tier,
+            }
+        )
 
     def _clean_strays(self) -> None:
         if not self.subreaper:
@@ -463,15 +508,23 @@ class Worker:
         keep = {self.warm.pid} if self.warm is not None else set()
         isolation.kill_strays(keep, self._children)
 
-    def _verdict_after_kill(self, runner: RunnerProcess, request: RunRequest, started: float,
-                            kind: str) -> bytes:  # fmt: skip
+    def _verdict_after_kill(self, runner: RunnerProcess, request: RunRequest, started: float, kind: str) -> bytes:
         """The verdict on a runner the worker killed at the wall-clock safety net."""
         _, cpu, peak = self._reap(runner)
         limit = request.limits.wall_limit_s
-        return encode({"op": "result", "id": request.id, "status": "timeout", "timeout_kind": kind,
-                       "error": f"{kind} time limit of {limit:g} s exceeded", "isolation": _tier(runner),
-                       "wall_s": time.perf_counter() - started, "cpu_s": cpu,
-                       "peak_rss_mb": peak})  # fmt: skip
+        return encode(
+            {
+                "op": "result",
+                "id": request.id,
+                "status": "timeout",
+                "timeout_kind": kind,
+                "error": f"{kind} time limit of {limit:g} s exceeded",
+                "isolation": _tier(runner),
+                "wall_s": time.perf_counter() - started,
+                "cpu_s": cpu,
+                "peak_rss_mb": peak,
+            }
+        )
 
     def _reap(self, runner: RunnerProcess) -> tuple[int, float, float | None]:
         """Wait for a dead runner and close its pipes; return its wait status and the CPU time and peak
@@ -485,20 +538,36 @@ class Worker:
         return status, used, peak
 
     @staticmethod
-    def _memory_verdict(request: RunRequest, wall: float, cpu: float, tier: str = "fork",
-                        peak: float | None = None) -> bytes:  # fmt: skip
+    def _memory_verdict(
+        request: RunRequest, wall: float, cpu: float, tier: str = "fork", peak: float | None = None
+    ) -> bytes:
         """The program, or one of its processes, was killed by the memory cgroup's OOM killer."""
         limit = request.limits.memory_mb
-        return encode({"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": tier,
-                       "peak_rss_mb": peak,
-                       "status": "memory_limit", "error_type": "MemoryError",
-                       "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)"})  # fmt: skip
+        return encode(
+            {
+                "op": "result",
+                "id": request.id,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "isolation": tier,
+                "peak_rss_mb": peak,
+                "status": "memory_limit",
+                "error_type": "MemoryError",
+                "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)",
+            }
+        )
 
     def _verdict_after_death(self, runner: RunnerProcess, request: RunRequest, started: float) -> bytes:
         status_code, cpu, peak_mb = self._reap(runner)
         wall = time.perf_counter() - started
-        base = {"op": "result", "id": request.id, "wall_s": wall, "cpu_s": cpu, "isolation": _tier(runner),
-                "peak_rss_mb": peak_mb}
+        base = {
+            "op": "result",
+            "id": request.id,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "isolation": _tier(runner),
+            "peak_rss_mb": peak_mb,
+        }
         cpu_limit = request.limits.timeout_s
         if os.WIFSIGNALED(status_code):
             sig = os.WTERMSIG(status_code)
@@ -507,13 +576,25 @@ class Worker:
             # The CPU timer's SIGPROF, the rlimit's SIGXCPU or SIGKILL, confirmed by the kernel's own
             # account of the runner's CPU time: a program that signals itself earns no timeout by it.
             if sig in CPU_LIMIT_SIGNALS and cpu >= CPU_CONFIRM * cpu_limit:
-                return encode({**base, "status": "timeout", "timeout_kind": "cpu",
-                               "error": f"cpu time limit of {cpu_limit:g} s exceeded"})
+                return encode(
+                    {
+                        **base,
+                        "status": "timeout",
+                        "timeout_kind": "cpu",
+                        "error": f"cpu time limit of {cpu_limit:g} s exceeded",
+                    }
+                )
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
             return encode({**base, "status": "crashed", "error_type": name, "error": f"killed by {name}"})
         code = os.WEXITSTATUS(status_code) if os.WIFEXITED(status_code) else -1
-        return encode({**base, "status": "crashed", "error_type": "Exit",
-                       "error": f"the program ended the process (exit code {code}) before answering"})
+        return encode(
+            {
+                **base,
+                "status": "crashed",
+                "error_type": "Exit",
+                "error": f"the program ended the process (exit code {code}) before answering",
+            }
+        )
 
     # -- runners ------------------------------------------------------------------------------------------
 
@@ -534,8 +615,7 @@ class Worker:
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
         self._warm_cpu = 0.0
-        return RunnerProcess(pid, request_write, result_read, key,
-                             FrameReader(_answer_limit(request)), warm=True)  # fmt: skip
+        return RunnerProcess(pid, request_write, result_read, key, FrameReader(_answer_limit(request)), warm=True)
 
     def _fork(self, request: RunRequest, scratch: str) -> RunnerProcess:
         """A fork that runs this one program, on its copy of the policy's runner.
@@ -846,10 +926,14 @@ def main(argv: list[str] | None = None) -> int:
     isolation.die_with_parent()
     host_pid = os.getpid()
     pid_namespace = os.geteuid() == 0 and namespace.enter_pid_namespace()
-    worker = Worker(int(options.get("--uid-base", isolation.UID_BASE)),
-                    tuple(filter(None, options.get("--preload", ",".join(PRELOAD)).split(","))),
-                    options.get("--scratch"), "--scratch-is-private" in options, host_pid,
-                    pid_namespace)  # fmt: skip
+    worker = Worker(
+        int(options.get("--uid-base", isolation.UID_BASE)),
+        tuple(filter(None, options.get("--preload", ",".join(PRELOAD)).split(","))),
+        options.get("--scratch"),
+        "--scratch-is-private" in options,
+        host_pid,
+        pid_namespace,
+    )
     try:
         worker.serve()
     except (BrokenPipeError, KeyboardInterrupt):

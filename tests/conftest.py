@@ -155,9 +155,11 @@ def box(pools: Pools, policy: str, backend: str) -> Sandbox:
 def describe(result: ExecResult) -> str:
     """A result in one line, for assertion messages."""
     value = repr(result.value)
-    return (f"status={result.status.value} value={value[:80]} type={result.value_type} entry={result.entry} "
-            f"error_type={result.error_type} error={(result.error or '')[:120]!r} "
-            f"timeout_kind={result.timeout_kind} attempts={result.attempts} wall={result.wall_s:.2f}s cpu={result.cpu_s:.2f}s")  # fmt: skip
+    return (
+        f"status={result.status.value} value={value[:80]} type={result.value_type} entry={result.entry} "
+        f"error_type={result.error_type} error={(result.error or '')[:120]!r} "
+        f"timeout_kind={result.timeout_kind} attempts={result.attempts} wall={result.wall_s:.2f}s cpu={result.cpu_s:.2f}s"
+    )
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -244,14 +246,20 @@ def worker_host_pid(conn: Any) -> int:
         return int(container.attrs["State"]["Pid"])
     container_id = getattr(conn, "container_id", None)
     if container_id:
-        out = subprocess.run(["docker", "inspect", "--format", "{{.State.Pid}}", container_id],
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            ["docker", "inspect", "--format", "{{.State.Pid}}", container_id],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return int(out.strip())
     process = getattr(conn, "process", None)
     if process is not None:
         return int(process.pid)
-    raise AssertionError(f"cannot find the host process of a {type(conn).__name__} worker "
-                         "(expected .process, .container or .container_id)")  # fmt: skip
+    raise AssertionError(
+        f"cannot find the host process of a {type(conn).__name__} worker "
+        "(expected .process, .container or .container_id)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,8 +294,11 @@ def leftover_processes(trees: Iterable[PoolTree], warm: bool) -> list[Proc]:
     children: dict[int, list[int]] = {}
     for proc in table.values():
         children.setdefault(proc.ppid, []).append(proc.pid)
-    members = {pid for pid, proc in table.items() if proc.cgroup in cgroups or proc.cgroup.startswith(
-        tuple(c + "/" for c in cgroups))}  # fmt: skip
+    members = {
+        pid
+        for pid, proc in table.items()
+        if proc.cgroup in cgroups or proc.cgroup.startswith(tuple(c + "/" for c in cgroups))
+    }
     stack = [pid for pid in roots if pid in table]
     while stack:
         pid = stack.pop()
@@ -311,8 +322,7 @@ def _workers(roots: frozenset[int], table: dict[int, Proc]) -> set[int]:
     workers = {pid for pid in roots if pid in table and table[pid].is_worker}
     inits = {pid for pid in roots if pid in table and not table[pid].is_worker}
     workers |= {p.pid for p in table.values() if p.ppid in inits and p.is_worker and p.alive}
-    return workers | {p.pid for p in table.values()
-                      if p.ppid in workers and p.is_worker and p.alive and p.sid != p.pid}  # fmt: skip
+    return workers | {p.pid for p in table.values() if p.ppid in workers and p.is_worker and p.alive and p.sid != p.pid}
 
 
 def runner_thread_counts(box: Sandbox) -> dict[int, int]:

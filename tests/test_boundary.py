@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import TIMEOUT_S, assert_pool_healthy, describe, process_table, worker_host_pid
+
 from potrun import Sandbox, Status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +58,9 @@ def test_host_files_are_not_visible(box: Sandbox, host_dir: Path) -> None:
     secret.chmod(0o644)
     paths = [str(secret), str(ROOT / "README.md"), str(SHARED / "DESIGN.md"), "/etc/passwd", "/etc/hostname"]
     assert all(os.access(path, os.R_OK) for path in paths[:3]), "the test's files must exist on the host"
-    result = box.run(f"paths = {paths!r}\n" + textwrap.dedent("""
+    result = box.run(
+        f"paths = {paths!r}\n"
+        + textwrap.dedent("""
         seen = []
         for path in paths:
             try:
@@ -68,7 +70,8 @@ def test_host_files_are_not_visible(box: Sandbox, host_dir: Path) -> None:
             except OSError:
                 pass
         ans = seen
-    """))
+    """)
+    )
     assert result.status is Status.OK, describe(result)
     assert [path for path in result.value if path in paths[:3]] == [], describe(result)
     if box.capabilities.get("minimal_root"):
@@ -173,7 +176,8 @@ def test_the_seccomp_filter_refuses_new_namespaces_and_mounts(box: Sandbox) -> N
     """A user namespace would give a program every capability inside it, and mounts with them."""
     if not box.capabilities.get("seccomp"):
         pytest.skip("no seccomp filter here")
-    result = box.run(textwrap.dedent("""
+    result = box.run(
+        textwrap.dedent("""
         import ctypes, os
         libc = ctypes.pythonapi  # (a trusted program may not load a library; libc's symbols are there)
         got = [name for name, call in (('unshare', lambda: libc.unshare(0x10000000)),
@@ -181,7 +185,8 @@ def test_the_seccomp_filter_refuses_new_namespaces_and_mounts(box: Sandbox) -> N
                                        ('ptrace', lambda: libc.ptrace(16, os.getppid(), None, None)))
                if call() == 0]
         ans = 'escaped: ' + ', '.join(got) if got else 'refused'
-    """))
+    """)
+    )
     assert result.status is Status.OK and result.value == "refused", describe(result)
     assert_pool_healthy(box)
 
@@ -253,8 +258,9 @@ def small_box(backend: str) -> Iterator[Sandbox]:
         yield box
 
 
-@pytest.mark.parametrize("source", [pytest.param(CHILDREN, id="8-children-of-200MB"),
-                                    pytest.param(MEMFDS, id="48-memfds-of-16MB")])  # fmt: skip
+@pytest.mark.parametrize(
+    "source", [pytest.param(CHILDREN, id="8-children-of-200MB"), pytest.param(MEMFDS, id="48-memfds-of-16MB")]
+)
 def test_one_memory_limit_covers_all_of_a_program(small_box: Sandbox, source: str) -> None:
     box = small_box
     assert box.run("ans = 1").ok  # the worker is up
@@ -300,8 +306,11 @@ POTRUN = textwrap.dedent("""
 
 
 def _marked(marker: str) -> list[int]:
-    return [p.pid for p in process_table().values() if marker in p.cmdline and p.alive and "-c" in p.cmdline
-            and "potrun" not in p.cmdline]  # fmt: skip
+    return [
+        p.pid
+        for p in process_table().values()
+        if marker in p.cmdline and p.alive and "-c" in p.cmdline and "potrun" not in p.cmdline
+    ]
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
@@ -310,8 +319,13 @@ def test_no_process_outlives_potrun(backend: str, how: signal.Signals, tmp_path:
     setsid daemon carrying a marker, and is killed while the program runs: the host's /proc must soon
     show no process with the marker."""
     marker = f"outlive-marker-{os.getpid()}-{how.name}"
-    potrun = subprocess.Popen([sys.executable, "-c", POTRUN, backend, marker, "canary-potrun-cmdline"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path, text=True)  # fmt: skip
+    potrun = subprocess.Popen(
+        [sys.executable, "-c", POTRUN, backend, marker, "canary-potrun-cmdline"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=tmp_path,
+        text=True,
+    )
     try:
         assert potrun.stdin is not None and potrun.stdout is not None
         potrun.stdin.write(DAEMON)

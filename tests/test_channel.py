@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import describe
+
 from potrun import Sandbox, Status
 from potrun.sandbox.pool import Pool
 from potrun.sandbox.protocol import ProtocolError, RunRequest, check_result, encode, result_from_wire
@@ -89,8 +89,24 @@ def test_a_forged_frame_does_not_end_potrun_check(tmp_path: Path) -> None:
     preds = tmp_path / "preds.jsonl"
     preds.write_text("".join(json.dumps(record) + "\n" for record in records))
     out = tmp_path / "out.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "potrun.cli", "check", str(preds), "--policy", "trusted",
-                           "--out", str(out), "--workers", "1"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "potrun.cli",
+            "check",
+            str(preds),
+            "--policy",
+            "trusted",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["id"] for line in lines] == list(range(8))
@@ -218,8 +234,12 @@ def test_a_runner_answer_is_checked_field_by_field(message: dict[str, Any], prob
 
 
 def test_a_checked_answer_is_bounded_and_carries_the_request_id() -> None:
-    checked = check_result({"id": 99, "status": "error", "error_type": "E" * 10_000, "error": "m" * 10_000,
-                            "unknown": "dropped"}, request_id=3, from_runner=True, output_bytes=1000)  # fmt: skip
+    checked = check_result(
+        {"id": 99, "status": "error", "error_type": "E" * 10_000, "error": "m" * 10_000, "unknown": "dropped"},
+        request_id=3,
+        from_runner=True,
+        output_bytes=1000,
+    )
     assert checked["id"] == 3 and len(checked["error_type"]) <= 100 and len(checked["error"]) <= 500
     assert "unknown" not in checked
     result = result_from_wire(checked, request_id=3, output_bytes=1000)
@@ -230,11 +250,14 @@ def test_a_checked_answer_is_bounded_and_carries_the_request_id() -> None:
 
 BOUNDED = [
     ("sixty-megabyte-list", "def solution():\n    return ['x' * 1_000_000] * 60", "output_limit"),
-    ("lying-len", "class L(list):\n    def __len__(self):\n        return 1\n    def __iter__(self):\n"
-     "        return iter([1])\ndef solution():\n    return L(['x' * 100_000] * 50)", "output_limit"),
+    (
+        "lying-len",
+        "class L(list):\n    def __len__(self):\n        return 1\n    def __iter__(self):\n"
+        "        return iter([1])\ndef solution():\n    return L(['x' * 100_000] * 50)",
+        "output_limit",
+    ),
     ("nested-strings", "def solution():\n    return [['x' * 300_000] * 2] * 3", "output_limit"),
-    ("long-class-name", "E = type('E' * 30_000_000, (Exception,), {})\ndef solution():\n    raise E('boom')",
-     "error"),
+    ("long-class-name", "E = type('E' * 30_000_000, (Exception,), {})\ndef solution():\n    raise E('boom')", "error"),
 ]
 
 
@@ -248,8 +271,10 @@ def test_values_and_errors_are_bounded(backend: str, source: str, status: str) -
 
 
 def test_a_list_subclass_is_read_through_list_itself(backend: str) -> None:
-    source = ("class L(list):\n    def __len__(self):\n        return 10**9\n    def __iter__(self):\n"
-              "        return iter([9])\ndef solution():\n    return L([1, 2, 3])")  # fmt: skip
+    source = (
+        "class L(list):\n    def __len__(self):\n        return 10**9\n    def __iter__(self):\n"
+        "        return iter([9])\ndef solution():\n    return L([1, 2, 3])"
+    )
     with Sandbox(backend, policy="trusted", workers=1, timeout=10) as box:
         result = box.run(source)
     assert result.status is Status.OK and result.value == [1, 2, 3], describe(result)
@@ -318,8 +343,10 @@ def test_every_program_runs_twice_with_the_same_value(backend: str, isolation: s
 
 @pytest.mark.parametrize("policy", ["restricted", "trusted"])
 def test_deep_recursion_is_the_programs_failure(backend: str, policy: str) -> None:
-    sources = ["def f(n):\n    return f(n + 1)\nans = f(0)",
-               "def solution():\n    x = 1\n    for i in range(100000):\n        x = [x]\n    return x"]  # fmt: skip
+    sources = [
+        "def f(n):\n    return f(n + 1)\nans = f(0)",
+        "def solution():\n    x = 1\n    for i in range(100000):\n        x = [x]\n    return x",
+    ]
     if policy == "trusted":
         sources.append("import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nans = f(0)")
     with Sandbox(backend, policy=policy, workers=1, timeout=20, memory_mb=256) as box:
@@ -336,6 +363,9 @@ def test_a_warm_memory_verdict_is_a_forks(backend: str) -> None:
     with Sandbox(backend, policy="restricted", workers=1, timeout=10, memory_mb=400) as box:
         results = list(box.run_many(programs))
     assert [(r.status, r.isolation) for r in results] == [
-        (Status.OK, "warm"), (Status.MEMORY_LIMIT, "fork"), (Status.OK, "warm"), (Status.OK, "warm")
+        (Status.OK, "warm"),
+        (Status.MEMORY_LIMIT, "fork"),
+        (Status.OK, "warm"),
+        (Status.OK, "warm"),
     ], [describe(r) for r in results]
     assert [r.value for r in results[2:]] == [2, 3]

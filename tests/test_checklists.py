@@ -23,8 +23,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
 from conftest import describe
+
 from potrun import Sandbox, Status
 from potrun.checklists import (
     ProcessGoldError,
@@ -53,9 +53,10 @@ def load_checker(name: str) -> ModuleType:
     return module
 
 
-SOLVED = [[int(c) for c in row] for row in (
-    "534678912 672195348 198342567 859761423 426853791 713924856 961537284 287419635 345286179".split()
-)]  # fmt: skip
+SOLVED = [
+    [int(c) for c in row]
+    for row in (["534678912", "672195348", "198342567", "859761423", "426853791", "713924856", "961537284", "287419635", "345286179"])
+]
 
 
 # ------------------------------------------------------------------------------------- capture
@@ -63,22 +64,48 @@ SOLVED = [[int(c) for c in row] for row in (
 
 # (id, program, numbers that must be captured, numbers that must not)
 CAPTURES = [
-    ("solution-locals", "def solution():\n    revenue = 120.5\n    cost = 80\n    growth = (revenue - cost) / cost\n"
-                        "    return round(growth * 100, 2)", [120.5, 80, 0.50625, 50.62], []),
+    (
+        "solution-locals",
+        "def solution():\n    revenue = 120.5\n    cost = 80\n    growth = (revenue - cost) / cost\n"
+        "    return round(growth * 100, 2)",
+        [120.5, 80, 0.50625, 50.62],
+        [],
+    ),
     ("ans-globals", "a = 3\nb = a * 7\nans = b + 0.5", [3, 21, 21.5], []),
-    ("containers", "def solution():\n    years = {'2019': 100, '2020': [110, (121,)]}\n    return 1",
-                   [100, 110, 121, 1], []),
-    ("number-types", "import numpy as np\nfrom fractions import Fraction\nfrom decimal import Decimal\n"
-                     "x = np.array([[1.5, 2.5]])\ny = np.float32(0.5)\nf = Fraction(1, 4)\nd = Decimal('2.25')\n"
-                     "ans = 1",
-                     [1.5, 2.5, 0.5, 0.25, 2.25], []),
-    ("not-numbers", "flag = True\nbig = 10 ** 400\nnan = float('nan')\ninf = float('inf')\ntext = '42'\nans = 7",
-                    [7], [1.0, 42.0]),
-    ("outermost-frame", "def solution(k=3):\n    if k == 0:\n        return 0\n    inner = k * 100\n"
-                        "    solution(k - 1)\n    return inner", [3, 300], [100, 200]),
-    ("helper-locals-not", "def helper(n):\n    hidden = n * 1000\n    return n\ndef solution():\n    return helper(5)",
-                          [5], [5000]),
-]  # fmt: skip
+    (
+        "containers",
+        "def solution():\n    years = {'2019': 100, '2020': [110, (121,)]}\n    return 1",
+        [100, 110, 121, 1],
+        [],
+    ),
+    (
+        "number-types",
+        "import numpy as np\nfrom fractions import Fraction\nfrom decimal import Decimal\n"
+        "x = np.array([[1.5, 2.5]])\ny = np.float32(0.5)\nf = Fraction(1, 4)\nd = Decimal('2.25')\n"
+        "ans = 1",
+        [1.5, 2.5, 0.5, 0.25, 2.25],
+        [],
+    ),
+    (
+        "not-numbers",
+        "flag = True\nbig = 10 ** 400\nnan = float('nan')\ninf = float('inf')\ntext = '42'\nans = 7",
+        [7],
+        [1.0, 42.0],
+    ),
+    (
+        "outermost-frame",
+        "def solution(k=3):\n    if k == 0:\n        return 0\n    inner = k * 100\n"
+        "    solution(k - 1)\n    return inner",
+        [3, 300],
+        [100, 200],
+    ),
+    (
+        "helper-locals-not",
+        "def helper(n):\n    hidden = n * 1000\n    return n\ndef solution():\n    return helper(5)",
+        [5],
+        [5000],
+    ),
+]
 
 
 @pytest.mark.parametrize("policy", ["restricted", "trusted"])
@@ -111,7 +138,7 @@ def test_capture_calls_no_method_of_the_programs_objects(box: Sandbox) -> None:
         "class I(int):\n    def __index__(self):\n        os._exit(3)\n    __int__ = __index__\n"
         "class L(list):\n    def __iter__(self):\n        os._exit(3)\n"
         "def solution():\n    f = F(1.5)\n    i = I(7)\n    items = L([9])\n    plain = 2.5\n    return 4"
-    )  # fmt: skip
+    )
     result = box.run(source, capture=True)
     assert result.status is Status.OK, describe(result)
     assert result.captured == (2.5, 4.0)
@@ -157,8 +184,13 @@ def test_capture_hook_is_removed_and_restores_the_previous_one() -> None:
 def test_read_process_gold() -> None:
     assert read_process_gold({"answer": 1}, "text", "cot", "checklist", "checker") is None
     assert read_process_gold({"checklist": None}, "text", "cot", "checklist", "checker") is None
-    gold = read_process_gold({"checklist": [1, {"value": "12.5%"}, {"min": 2, "max": 3}]},
-                             "from 120 to 150: 25% or 3.5 million", "cot", "checklist", None)  # fmt: skip
+    gold = read_process_gold(
+        {"checklist": [1, {"value": "12.5%"}, {"min": 2, "max": 3}]},
+        "from 120 to 150: 25% or 3.5 million",
+        "cot",
+        "checklist",
+        None,
+    )
     assert gold is not None and gold.checklist is not None and len(gold.checklist) == 3
     assert gold.text_numbers == (120.0, 150.0, 25.0, 0.25, 3.5, 3500000.0)
     program = read_process_gold({"checklist": [1]}, "def solution(): ...", "pot", "checklist", None)
@@ -193,9 +225,23 @@ def test_observed_in_text_is_bounded_and_finite() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [None, True, 0, -12, 10**50, 2.5, "(8-4)*(7-1)", "__import__('os').system('true')", "'); import os; ('",
-     "\"\"\"\n\\", "\ud800", [], [1, [2.5, "x"], None], SOLVED],
-)  # fmt: skip
+    [
+        None,
+        True,
+        0,
+        -12,
+        10**50,
+        2.5,
+        "(8-4)*(7-1)",
+        "__import__('os').system('true')",
+        "'); import os; ('",
+        '"""\n\\',
+        "\ud800",
+        [],
+        [1, [2.5, "x"], None],
+        SOLVED,
+    ],
+)
 def test_answer_literal_round_trips_plain_data(value: Any) -> None:
     literal = answer_literal(value)
     assert ast.literal_eval(literal) == value
@@ -223,7 +269,7 @@ def test_answer_literal_refuses_deep_nesting() -> None:
 
 def test_checker_program_text() -> None:
     program = checker_program("def check(answer):\n    return True\n\n", "x')")
-    assert program.endswith("\n\n\nans = check(\"x')\")\n")
+    assert program.endswith('\n\n\nans = check("x\')")\n')
     assert ast.parse(program)
 
 
@@ -315,10 +361,16 @@ def test_bundled_puzzles(tmp_path: Path) -> None:
     code, summary, by_id = check(tmp_path, str(PUZZLES), "--mode", "auto")
     assert code == 0
     expected = {  # id: (correct, checklist_passed)
-        "24-4781-right": (True, True), "24-4781-reuses-8": (False, True), "24-3388-fractions": (True, None),
-        "24-1234-wrong-value": (False, None), "sudoku-solved": (True, None), "sudoku-givens-broken": (False, None),
-        "growth-program": (True, True), "growth-program-no-work": (True, False), "growth-cot": (True, True),
-    }  # fmt: skip
+        "24-4781-right": (True, True),
+        "24-4781-reuses-8": (False, True),
+        "24-3388-fractions": (True, None),
+        "24-1234-wrong-value": (False, None),
+        "sudoku-solved": (True, None),
+        "sudoku-givens-broken": (False, None),
+        "growth-program": (True, True),
+        "growth-program-no-work": (True, False),
+        "growth-cot": (True, True),
+    }
     assert {i: (r["correct"], r.get("checklist_passed")) for i, r in by_id.items()} == expected
     assert by_id["growth-program-no-work"]["checklist_missing"] == [30, {"min": 0.24, "max": 0.26}]
     assert by_id["24-4781-right"]["checker"] == {"status": "ok", "value": True, "accepted": True}
@@ -329,11 +381,14 @@ def test_bundled_puzzles(tmp_path: Path) -> None:
 
 
 def test_checklist_accuracy_in_the_table(tmp_path: Path) -> None:
-    preds = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": 1, "output": "def solution():\n    a = 6\n    return a * 7", "answer": 42, "checklist": [6]},
-        {"id": 2, "output": "def solution():\n    return 42", "answer": 42, "checklist": [6]},
-        {"id": 3, "output": "def solution():\n    return 42", "answer": 42},
-    ])  # fmt: skip
+    preds = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": 1, "output": "def solution():\n    a = 6\n    return a * 7", "answer": 42, "checklist": [6]},
+            {"id": 2, "output": "def solution():\n    return 42", "answer": 42, "checklist": [6]},
+            {"id": 3, "output": "def solution():\n    return 42", "answer": 42},
+        ],
+    )
     summary = Summary(("default",))
     with Sandbox(workers=1) as box:
         for result in check_records(read_records(preds), box, CheckOptions()):
@@ -346,9 +401,12 @@ def test_checklist_accuracy_in_the_table(tmp_path: Path) -> None:
 
 
 def test_checklist_field_option_and_tolerance(tmp_path: Path) -> None:
-    preds = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": 1, "output": "def solution():\n    r = 0.333\n    return 1", "answer": 1, "steps": [1 / 3]},
-    ])  # fmt: skip
+    preds = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": 1, "output": "def solution():\n    r = 0.333\n    return 1", "answer": 1, "steps": [1 / 3]},
+        ],
+    )
     _, summary, by_id = check(tmp_path, str(preds), "--checklist-field", "steps")
     assert by_id[1]["checklist_passed"] is False and summary["checklist_accuracy"] == 0.0
     _, summary, by_id = check(tmp_path, str(preds), "--checklist-field", "steps", "--rel-tol", "1e-2")
@@ -358,11 +416,14 @@ def test_checklist_field_option_and_tolerance(tmp_path: Path) -> None:
 
 
 def test_malformed_checklist_is_a_bad_record(tmp_path: Path) -> None:
-    preds = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": 1, "output": "ans = 1", "answer": 1, "checklist": {"value": 1}},
-        {"id": 2, "output": "ans = 1", "answer": 1, "checker": "not a checker"},
-        {"id": 3, "output": "ans = 1", "answer": 1},
-    ])  # fmt: skip
+    preds = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": 1, "output": "ans = 1", "answer": 1, "checklist": {"value": 1}},
+            {"id": 2, "output": "ans = 1", "answer": 1, "checker": "not a checker"},
+            {"id": 3, "output": "ans = 1", "answer": 1},
+        ],
+    )
     _, summary, by_id = check(tmp_path, str(preds))
     assert by_id[3]["correct"] is True
     assert summary["bad_record"] == 2
@@ -377,10 +438,13 @@ def test_checker_gets_model_text_as_a_string_never_as_code(tmp_path: Path) -> No
     marker = tmp_path / "ran"
     hostile = f"__import__('pathlib').Path({str(marker)!r}).touch() or True"
     breakout = "x'); __import__('pathlib').Path(" + repr(str(marker)) + ").touch(); ('"
-    preds = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": i, "output": f"Thinking.\nAnswer: {text}", "checker": ECHO_CHECKER.format(expected=text)}
-        for i, text in enumerate((hostile, breakout))
-    ])  # fmt: skip
+    preds = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": i, "output": f"Thinking.\nAnswer: {text}", "checker": ECHO_CHECKER.format(expected=text)}
+            for i, text in enumerate((hostile, breakout))
+        ],
+    )
     _, _, by_id = check(tmp_path, str(preds), "--mode", "cot")
     assert [by_id[i]["correct"] for i in (0, 1)] == [True, True]
     assert not marker.exists()
@@ -410,10 +474,13 @@ def test_checker_on_program_values_and_samples(tmp_path: Path) -> None:
     sudoku = (CHECKERS / "sudoku.py").read_text()
     right = f"def solution():\n    return {SOLVED!r}"
     wrong = f"def solution():\n    return {_relabeled(SOLVED)!r}"
-    preds = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": "one", "output": right, "checker": sudoku},
-        {"id": "many", "output": [wrong, right, wrong, "def solution():\n    return 1 / 0"], "checker": sudoku},
-    ])  # fmt: skip
+    preds = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": "one", "output": right, "checker": sudoku},
+            {"id": "many", "output": [wrong, right, wrong, "def solution():\n    return 1 / 0"], "checker": sudoku},
+        ],
+    )
     _, summary, by_id = check(tmp_path, str(preds), "--k", "1,2")
     assert by_id["one"]["correct"] is True and by_id["one"]["value_type"] == "list"
     many = by_id["many"]
@@ -424,9 +491,12 @@ def test_checker_on_program_values_and_samples(tmp_path: Path) -> None:
 
 
 def test_checker_decides_over_a_gold_answer(tmp_path: Path) -> None:
-    preds = write_jsonl(tmp_path / "p.jsonl", [
-        {"id": 1, "output": "ans = 7", "answer": 7, "checker": "def check(answer):\n    return answer == 8"},
-    ])  # fmt: skip
+    preds = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": 1, "output": "ans = 7", "answer": 7, "checker": "def check(answer):\n    return answer == 8"},
+        ],
+    )
     _, _, by_id = check(tmp_path, str(preds))
     assert by_id[1]["correct"] is False and by_id[1]["gold"] == 7
     _, _, by_id = check(tmp_path, str(preds), "--checker-field", "")  # turned off: the gold answer decides

@@ -69,14 +69,17 @@ def test_unreadable_input_exits_2(tmp_path: Path) -> None:
 
 
 def test_bad_records_are_counted_and_the_rest_scored(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "preds.jsonl", [
-        {"id": "a", "code": "ans = 2", "answer": 2},
-        "{not json",
-        "[1, 2]",
-        {"id": "d", "code": 42, "answer": 1},
-        {"id": "e", "question": "no program here"},
-        {"id": "f", "code": "ans = 3", "answer": 4},
-    ])  # fmt: skip
+    path = write_jsonl(
+        tmp_path / "preds.jsonl",
+        [
+            {"id": "a", "code": "ans = 2", "answer": 2},
+            "{not json",
+            "[1, 2]",
+            {"id": "d", "code": 42, "answer": 1},
+            {"id": "e", "question": "no program here"},
+            {"id": "f", "code": "ans = 3", "answer": 4},
+        ],
+    )
     code, summary, results = check(tmp_path, str(path))
     assert code == 0
     assert [r["status"] for r in results] == ["ok", "bad_record", "bad_record", "bad_record", "skipped", "ok"]
@@ -94,13 +97,26 @@ def test_strict_stops_at_the_first_bad_record(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_field_mapping_and_gold_file(tmp_path: Path) -> None:
-    preds = write_jsonl(tmp_path / "preds.jsonl", [
-        {"qid": "q1", "completion": f"{FENCE}python\ndef solution():\n    return 6 * 7\n{FENCE}"},
-        {"qid": "q2", "completion": "ans = 1.5"},
-    ])  # fmt: skip
+    preds = write_jsonl(
+        tmp_path / "preds.jsonl",
+        [
+            {"qid": "q1", "completion": f"{FENCE}python\ndef solution():\n    return 6 * 7\n{FENCE}"},
+            {"qid": "q2", "completion": "ans = 1.5"},
+        ],
+    )
     golds = write_jsonl(tmp_path / "golds.jsonl", [{"qid": "q1", "target": 42}, {"qid": "q2", "target": 2}])
-    code, summary, results = check(tmp_path, str(preds), "--code-field", "completion", "--id-field", "qid",
-                                   "--gold", str(golds), "--gold-field", "target")  # fmt: skip
+    code, summary, results = check(
+        tmp_path,
+        str(preds),
+        "--code-field",
+        "completion",
+        "--id-field",
+        "qid",
+        "--gold",
+        str(golds),
+        "--gold-field",
+        "target",
+    )
     assert code == 0
     assert [(r["id"], r["gold"], r["correct"]) for r in results] == [("q1", 42, True), ("q2", 2, False)]
     assert summary["accuracy"] == 0.5
@@ -148,10 +164,13 @@ def test_bad_json_array_element_reports_its_line(tmp_path: Path) -> None:
 
 
 def test_several_samples_report_pass_at_k_and_majority(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "preds.jsonl", [
-        {"id": 1, "code": ["ans = 3", "ans = 4", "ans = 4"], "answer": 4},
-        {"id": 2, "code": ["ans = 5", "ans = 5", "ans = 6"], "answer": 6},
-    ])  # fmt: skip
+    path = write_jsonl(
+        tmp_path / "preds.jsonl",
+        [
+            {"id": 1, "code": ["ans = 3", "ans = 4", "ans = 4"], "answer": 4},
+            {"id": 2, "code": ["ans = 5", "ans = 5", "ans = 6"], "answer": 6},
+        ],
+    )
     code, summary, results = check(tmp_path, str(path), "--k", "1,2")
     assert code == 0
     assert summary["accuracy"] == 0.0  # the first sample of each record is wrong

@@ -25,8 +25,9 @@ RUNS = [
 
 
 @pytest.mark.parametrize(("source", "status", "code"), RUNS, ids=[r[1] for r in RUNS])
-def test_run_exits_0_only_for_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, status: str,
-                                 code: int) -> None:  # fmt: skip
+def test_run_exits_0_only_for_ok(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, status: str, code: int
+) -> None:
     program = tmp_path / "program.py"
     program.write_text(source)
     assert main(["run", str(program), "--timeout", "1"]) == code
@@ -48,8 +49,9 @@ def test_run_of_a_missing_file_is_usage() -> None:
 def test_python_dash_m_potrun_runs_the_command(tmp_path: Path) -> None:
     program = tmp_path / "program.py"
     program.write_text("ans = 1 / 0\n")
-    out = subprocess.run([sys.executable, "-m", "potrun", "run", str(program)], capture_output=True, text=True,
-                         cwd=tmp_path)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "potrun", "run", str(program)], capture_output=True, text=True, cwd=tmp_path
+    )
     assert out.returncode == EXIT_FAILED
     assert json.loads(out.stdout)["error_type"] == "ZeroDivisionError"
 

@@ -15,11 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-
 from conftest import POLICIES, describe
 
-from potrun import ExecResult, SandboxUnavailable, Status
-from potrun import rewards
+from potrun import ExecResult, SandboxUnavailable, Status, rewards
 from potrun.sandbox.api import Sandbox
 
 THREADS = 8
@@ -72,8 +70,11 @@ def in_batches(box: Sandbox, caller: int) -> list[str]:
     programs = [program(caller, number) for number in range(PER_CALLER)]
     results = list(box.run_many(source for source, _ in programs))
     assert len(results) == PER_CALLER
-    return [f"caller {caller} program {n}: {why}" for n, (result, (source, expected)) in enumerate(zip(results, programs))
-            if (why := check(result, expected, source))]  # fmt: skip
+    return [
+        f"caller {caller} program {n}: {why}"
+        for n, (result, (source, expected)) in enumerate(zip(results, programs))
+        if (why := check(result, expected, source))
+    ]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -106,6 +107,7 @@ def test_asyncio_tasks_sharing_a_sandbox_get_their_own_results(box: Sandbox) -> 
 @pytest.mark.parametrize("policy", ["restricted"])
 def test_threads_and_tasks_at_once(box: Sandbox) -> None:
     """An event loop's tasks and plain threads share the pool at the same time."""
+
     async def tasks() -> list[str]:
         programs = [program(100 + k, k) for k in range(PER_CALLER)]
         found = await asyncio.gather(*(box.arun(source) for source, _ in programs))
@@ -182,6 +184,7 @@ def completion(caller: int, number: int) -> tuple[str, int, float]:
 def test_a_shared_reward_function_called_per_sample_from_many_threads() -> None:
     rewards.configure(workers=2)
     try:
+
         def caller(k: int) -> list[str]:
             failures = []
             for number in range(PER_CALLER):
@@ -215,7 +218,9 @@ def test_an_async_reward_function_awaited_by_many_tasks() -> None:
 
 
 @pytest.mark.parametrize("policy", ["restricted"])
-def test_streams_behind_a_slow_program_with_the_answer_budget_spent(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streams_behind_a_slow_program_with_the_answer_budget_spent(
+    box: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the bytes of held answers past the budget, the dispatcher reads only the workers that have
     a program some stream waits for: every stream still gets all of its results, right and in order."""
     import potrun.sandbox.pool as pool_module

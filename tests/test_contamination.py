@@ -38,10 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from conftest import describe
 
 from potrun import ExecResult, Sandbox, Status
-
-from conftest import describe
 
 POLICIES = ("restricted", "trusted")
 ISOLATIONS = [pytest.param(None, id="default"), pytest.param("fork", id="fork")]
@@ -208,21 +207,30 @@ PAIRS = [
     # -- numpy error state and callback (a contextvar in numpy 2: the runner's thread keeps it)
     pair(armed("import numpy as np\nnp.seterr(all='raise')"), B_NP_DIVIDE, "np-seterr-raise"),
     pair(armed("import numpy as np\nnp.seterr(all='ignore')"), B_NP_DIVIDE, "np-seterr-ignore"),
-    pair(armed("""
+    pair(
+        armed("""
         import numpy as np
         def spy(kind, flag):
             raise ValueError('program A ran inside B')
         np.seterrcall(spy)
         np.seterr(all='call')
-    """), B_NP_DIVIDE, "np-seterrcall-raises"),
-    pair(armed("""
+    """),
+        B_NP_DIVIDE,
+        "np-seterrcall-raises",
+    ),
+    pair(
+        armed("""
         import numpy as np
         def spy(kind, flag):
             print('A was here')
         np.seterrcall(spy)
         getattr(np, 'set' + 'err')(all='call')
-    """), B_NP_DIVIDE, "np-seterrcall-prints"),
-    pair(armed("""
+    """),
+        B_NP_DIVIDE,
+        "np-seterrcall-prints",
+    ),
+    pair(
+        armed("""
         import numpy as np, copy
         def parked():
             with np.errstate(all='raise'):
@@ -230,14 +238,22 @@ PAIRS = [
         g = parked()
         next(g)
         copy.dispatch_table[g] = g
-    """), B_NP_DIVIDE, "np-errstate-generator-parked"),
+    """),
+        B_NP_DIVIDE,
+        "np-errstate-generator-parked",
+    ),
     # -- numpy print options, finfo, sctypeDict, class-level arrays
     pair(armed("import numpy as np\nnp.set_printoptions(precision=2)"), B_NP_STATE, "np-printoptions"),
-    pair(armed("""
+    pair(
+        armed("""
         import numpy as np
         np.set_printoptions(formatter={'float': lambda v: 'A'})
-    """), B_NP_STATE, "np-printoptions-program-formatter"),
-    pair(armed("""
+    """),
+        B_NP_STATE,
+        "np-printoptions-program-formatter",
+    ),
+    pair(
+        armed("""
         import numpy as np, copy
         def parked():
             with np.printoptions(precision=1):
@@ -245,79 +261,131 @@ PAIRS = [
         g = parked()
         next(g)
         copy.dispatch_table[g] = g
-    """), B_NP_STATE, "np-printoptions-generator-parked"),
-    pair(armed("""
+    """),
+        B_NP_STATE,
+        "np-printoptions-generator-parked",
+    ),
+    pair(
+        armed("""
         import numpy as np
         info = np.finfo(np.float64)
         info.eps = 1.0
-    """), B_NP_STATE, "np-finfo-write"),
+    """),
+        B_NP_STATE,
+        "np-finfo-write",
+    ),
     pair(armed("import numpy as np\nnp.sctypeDict['float'] = np.int8"), B_NP_STATE, "np-sctypedict"),
-    pair(armed("import numpy as np\nnp.polynomial.Polynomial.window[1] = 3.0"), B_NP_STATE,
-         "np-polynomial-class-array"),
+    pair(
+        armed("import numpy as np\nnp.polynomial.Polynomial.window[1] = 3.0"), B_NP_STATE, "np-polynomial-class-array"
+    ),
     # Mutations with no attribute or item write in sight: an out= argument, an augmented assignment
     # to a name bound to a library array, a list method called on a library list.
-    pair(armed("""
+    pair(
+        armed("""
         import numpy as np
         domain = np.polynomial.Polynomial.domain
         np.multiply(domain, 2, out=domain)
-    """), B_NP_STATE, "np-out-argument-writes-library-array"),
-    pair(armed("""
+    """),
+        B_NP_STATE,
+        "np-out-argument-writes-library-array",
+    ),
+    pair(
+        armed("""
         import numpy as np
         window = np.polynomial.Polynomial.window
         window *= 3
-    """), B_NP_STATE, "np-inplace-operator-on-library-array"),
+    """),
+        B_NP_STATE,
+        "np-inplace-operator-on-library-array",
+    ),
     pair(armed("import calendar\ncalendar.mdays.reverse()"), B_CALENDAR, "calendar-mdays-method-mutates"),
     # -- numpy RNGs
-    pair(armed("""
+    pair(
+        armed("""
         import numpy as np
         rnd = getattr(np, 'ran' + 'dom')
         rnd.seed(99)
-    """), B_NP_LEGACY_HIDDEN, "np-random-seed-hidden"),
-    pair(armed("""
+    """),
+        B_NP_LEGACY_HIDDEN,
+        "np-random-seed-hidden",
+    ),
+    pair(
+        armed("""
         import numpy as np
         np.random.seed = lambda seed=None: None
         np.random.rand = lambda *shape: 0.25
-    """), B_NP_LEGACY_HIDDEN, "np-random-patched"),
-    pair(armed("""
+    """),
+        B_NP_LEGACY_HIDDEN,
+        "np-random-patched",
+    ),
+    pair(
+        armed("""
         import numpy as np
         real = np.random.default_rng
         np.random.default_rng = lambda seed=None: real(1)
-    """), B_NP_DEFAULT_RNG, "np-default-rng-patched"),
-    pair(escaped("""
+    """),
+        B_NP_DEFAULT_RNG,
+        "np-default-rng-patched",
+    ),
+    pair(
+        escaped("""
         rnd = sys.modules['numpy.random']
         setattr(rnd, 'default_rng', lambda seed=None: rnd.Generator(rnd.PCG64(1)))
-    """), B_NP_DEFAULT_RNG, "np-default-rng-escaped"),
+    """),
+        B_NP_DEFAULT_RNG,
+        "np-default-rng-escaped",
+    ),
     # -- warnings: shown once per registry, and numpy's own module keeps the registry
     pair(armed("import numpy as np\nnp.mean(np.array([]))"), B_NP_MEAN_EMPTY, "warning-once-numpy-registry"),
     pair(armed("import warnings\nwarnings.simplefilter('error')"), B_NP_DIVIDE, "warnings-filter-error"),
     pair(escaped("sys.modules['warnings'].simplefilter('error')"), B_NP_DIVIDE, "warnings-filter-error-escaped"),
-    pair(armed("""
+    pair(
+        armed("""
         import warnings, numpy as np
         warnings.simplefilter('once')
         np.array([1.0]) / np.array([0.0])
-    """), B_NP_DIVIDE, "warnings-once-registry"),
+    """),
+        B_NP_DIVIDE,
+        "warnings-once-registry",
+    ),
     # -- decimal
     pair(armed("import decimal\ndecimal.getcontext().prec = 3"), B_DECIMAL, "decimal-prec"),
     pair(armed("import decimal\ndecimal.getcontext().prec = 3"), B_DECIMAL_HIDDEN, "decimal-prec-hidden"),
-    pair(armed("import decimal\ndecimal.setcontext(decimal.Context(prec=5))"), B_DECIMAL_HIDDEN,
-         "decimal-setcontext-hidden"),
+    pair(
+        armed("import decimal\ndecimal.setcontext(decimal.Context(prec=5))"),
+        B_DECIMAL_HIDDEN,
+        "decimal-setcontext-hidden",
+    ),
     pair(armed("import decimal\ndecimal.DefaultContext.prec = 4"), B_DECIMAL, "decimal-defaultcontext-prec"),
-    pair(armed("""
+    pair(
+        armed("""
         import decimal
         decimal.DefaultContext.traps[decimal.DivisionByZero] = False
         decimal.getcontext().traps[decimal.DivisionByZero] = False
-    """), B_DECIMAL_ZERO, "decimal-traps"),
-    pair(armed("""
+    """),
+        B_DECIMAL_ZERO,
+        "decimal-traps",
+    ),
+    pair(
+        armed("""
         import decimal
         decimal.getcontext().traps[decimal.Inexact] = True
         decimal.DefaultContext.traps[decimal.Inexact] = True
-    """), B_DECIMAL, "decimal-trap-inexact"),
-    pair(armed("""
+    """),
+        B_DECIMAL,
+        "decimal-trap-inexact",
+    ),
+    pair(
+        armed("""
         import decimal
         decimal.DefaultContext.flags[decimal.Inexact] = True
         decimal.getcontext().flags[decimal.Inexact] = True
-    """), B_DECIMAL_FLAGS, "decimal-defaultcontext-flags"),
-    pair(armed("""
+    """),
+        B_DECIMAL_FLAGS,
+        "decimal-defaultcontext-flags",
+    ),
+    pair(
+        armed("""
         import decimal, copy
         def parked():
             with decimal.localcontext() as context:
@@ -326,63 +394,109 @@ PAIRS = [
         g = parked()
         next(g)
         copy.dispatch_table[g] = g
-    """), B_DECIMAL_HIDDEN, "decimal-localcontext-generator-parked"),
+    """),
+        B_DECIMAL_HIDDEN,
+        "decimal-localcontext-generator-parked",
+    ),
     # -- fractions and numbers' ABC registries
     pair(armed("import numbers\nnumbers.Rational.register(float)"), B_FRACTION, "numbers-register"),
-    pair(armed("""
+    pair(
+        armed("""
         import fractions
         fractions.Fraction.__str__ = lambda self: '42'
-    """), B_FRACTION, "fractions-class-patched"),
+    """),
+        B_FRACTION,
+        "fractions-class-patched",
+    ),
     # -- statistics (NormalDist().samples draws from the random module's shared RNG)
-    pair(armed("from statistics import NormalDist\nNormalDist(0, 1).samples(5)"), B_NORMAL_SAMPLES_UNSEEDED,
-         "statistics-normaldist-shared-rng"),
+    pair(
+        armed("from statistics import NormalDist\nNormalDist(0, 1).samples(5)"),
+        B_NORMAL_SAMPLES_UNSEEDED,
+        "statistics-normaldist-shared-rng",
+    ),
     pair(armed("import random\nrandom.seed(1)"), B_NORMAL_SAMPLES_UNSEEDED, "statistics-normaldist-seeded-by-a"),
-    pair(armed("""
+    pair(
+        armed("""
         import random
         random.Random.random = lambda self: 0.5
         random.Random.seed = lambda self, *a, **k: None
-    """), B_NORMAL_SAMPLES, "statistics-normaldist-random-class"),
-    pair(armed("""
+    """),
+        B_NORMAL_SAMPLES,
+        "statistics-normaldist-random-class",
+    ),
+    pair(
+        armed("""
         import statistics
         statistics.mean = lambda data: 42
-    """), B_STATS_MEAN, "statistics-module-write"),
+    """),
+        B_STATS_MEAN,
+        "statistics-module-write",
+    ),
     # -- calendar
     pair(armed("import calendar\ncalendar.mdays[2] = 30"), B_CALENDAR, "calendar-mdays"),
-    pair(armed("""
+    pair(
+        armed("""
         import calendar
         calendar.month_name = ['x'] * 13
         calendar._localized_month.__getitem__ = lambda self, i: 'Smarch'
-    """), B_CALENDAR, "calendar-month-name"),
+    """),
+        B_CALENDAR,
+        "calendar-month-name",
+    ),
     pair(armed("import calendar\ncalendar.setfirstweekday(6)"), B_CALENDAR, "calendar-setfirstweekday"),
     # -- copy and copyreg
-    pair(armed("""
+    pair(
+        armed("""
         import copy, datetime
         copy.dispatch_table[datetime.date] = lambda d: (int, (42,))
-    """), B_COPY, "copy-dispatch-table"),
-    pair(armed("""
+    """),
+        B_COPY,
+        "copy-dispatch-table",
+    ),
+    pair(
+        armed("""
         import copy
         copy._deepcopy_dispatch[list] = lambda x, memo: [42]
-    """), B_COPY, "copy-deepcopy-dispatch"),
-    pair(armed("""
+    """),
+        B_COPY,
+        "copy-deepcopy-dispatch",
+    ),
+    pair(
+        armed("""
         import copyreg, datetime
         copyreg.pickle(datetime.date, lambda d: (str, ('forged',)))
-    """), B_COPY, "copyreg-pickle"),
+    """),
+        B_COPY,
+        "copyreg-pickle",
+    ),
     # -- random
-    pair(armed("import random\nrandom.seed(5)\nrandom.setstate(random.Random(1).getstate())"), B_RANDOM,
-         "random-seed-setstate"),
-    pair(armed("""
+    pair(
+        armed("import random\nrandom.seed(5)\nrandom.setstate(random.Random(1).getstate())"),
+        B_RANDOM,
+        "random-seed-setstate",
+    ),
+    pair(
+        armed("""
         import random
         random.seed = lambda *a, **k: None
         random.random = lambda: 0.25
-    """), B_RANDOM, "random-module-patched"),
+    """),
+        B_RANDOM,
+        "random-module-patched",
+    ),
     pair(armed("import random\nrandom.Random.random = lambda self: 0.5"), B_RANDOM, "random-class-patched"),
-    pair(escaped("""
+    pair(
+        escaped("""
         module = sys.modules['random']
         setattr(module, 'seed', lambda *a, **k: None)
         setattr(module, 'random', lambda: 0.25)
-    """), B_RANDOM, "random-module-patched-escaped"),
+    """),
+        B_RANDOM,
+        "random-module-patched-escaped",
+    ),
     # -- sympy
-    pair(armed("""
+    pair(
+        armed("""
         import sympy, copy
         def parked():
             with sympy.evaluate(False):
@@ -390,78 +504,121 @@ PAIRS = [
         g = parked()
         next(g)
         copy.dispatch_table[g] = g
-    """), B_SYMPY, "sympy-evaluate-generator-parked"),
-    pair(armed("""
+    """),
+        B_SYMPY,
+        "sympy-evaluate-generator-parked",
+    ),
+    pair(
+        armed("""
         import sympy
         x = sympy.Symbol('x')
         x.name = 'pwned'
         sympy.Integer(2).p = 3
-    """), B_SYMPY, "sympy-cached-objects-written"),
-    pair(armed("""
+    """),
+        B_SYMPY,
+        "sympy-cached-objects-written",
+    ),
+    pair(
+        armed("""
         import sympy
         from sympy.assumptions import global_assumptions
         global_assumptions.add(sympy.Q.positive(sympy.Symbol('x')))
-    """), B_SYMPY, "sympy-global-assumptions"),
-    pair(armed("""
+    """),
+        B_SYMPY,
+        "sympy-global-assumptions",
+    ),
+    pair(
+        armed("""
         import sympy
         sympy.factorint = lambda n, *a, **k: {2: 99}
         from sympy.core import cache
         cache.clear_cache()
-    """), B_SYMPY, "sympy-function-patched"),
+    """),
+        B_SYMPY,
+        "sympy-function-patched",
+    ),
     # -- builtins and sys.modules
     pair(armed("import builtins\nbuiltins.sum = lambda *a, **k: 40"), B_BUILTINS, "builtins-module-write"),
     pair(armed("__builtins__.max = lambda *a, **k: 40"), B_BUILTINS, "builtins-name-write"),
     # The runner frames its answer with len(): A's own answer goes out with a wrong length, and
     # whatever that does to the worker must not reach B.
-    pair(armed("import builtins\nbuiltins.len = lambda obj: 40"), B_PLAIN, "builtins-len-breaks-framing",
-         arms=False),
-    pair(escaped("setattr(sys.modules['builtins'], 'len', lambda obj: 40)"), B_PLAIN,
-         "builtins-len-breaks-framing-escaped", arms=False),
-    pair(escaped("""
+    pair(armed("import builtins\nbuiltins.len = lambda obj: 40"), B_PLAIN, "builtins-len-breaks-framing", arms=False),
+    pair(
+        escaped("setattr(sys.modules['builtins'], 'len', lambda obj: 40)"),
+        B_PLAIN,
+        "builtins-len-breaks-framing-escaped",
+        arms=False,
+    ),
+    pair(
+        escaped("""
         import_gc = sys.modules['gc']
         for obj in import_gc.get_objects():
             if type(obj) is dict and 'zip' in obj and 'sorted' in obj and 'sum' in obj:
                 obj['sum'] = lambda *a, **k: 40
                 obj['max'] = lambda *a, **k: 40
-    """), B_BUILTINS, "builtins-shared-dict-escaped"),
-    pair(armed("""
+    """),
+        B_BUILTINS,
+        "builtins-shared-dict-escaped",
+    ),
+    pair(
+        armed("""
         import sys, types
         fake = types.ModuleType('statistics')
         fake.mean = lambda data: 42
         sys.modules['statistics'] = fake
-    """), B_STATS_MEAN, "sys-modules-replaced"),
-    pair(escaped("""
+    """),
+        B_STATS_MEAN,
+        "sys-modules-replaced",
+    ),
+    pair(
+        escaped("""
         class Fake:
             pass
         fake = Fake()
         fake.mean = lambda data: 42
         sys.modules['statistics'] = fake
-    """), B_STATS_MEAN, "sys-modules-replaced-escaped"),
-    pair(armed("""
+    """),
+        B_STATS_MEAN,
+        "sys-modules-replaced-escaped",
+    ),
+    pair(
+        armed("""
         import statistics
         class Fake:
             pass
         fake = Fake()
         fake.mean = lambda data: 42
         statistics.sys.modules['statistics'] = fake
-    """), B_STATS_MEAN, "sys-modules-via-module-attribute"),
+    """),
+        B_STATS_MEAN,
+        "sys-modules-via-module-attribute",
+    ),
     # -- module attribute writes, and a library's module-level cache
     pair(armed("import math\nmath.pi = 3\nmath.sqrt = lambda x: 1.0"), B_MATH, "math-pi-write"),
-    pair(armed("""
+    pair(
+        armed("""
         import functools, math
         class Source:
             pass
         source = Source()
         source.pi = 3
         functools.update_wrapper(math, source, assigned=('pi',), updated=())
-    """), B_MATH, "math-pi-update-wrapper"),
-    pair(armed("""
+    """),
+        B_MATH,
+        "math-pi-update-wrapper",
+    ),
+    pair(
+        armed("""
         import re
         re._cache.clear()
         re._cache[(str, '[0-9]+', 0)] = re.compile('[0-9]')
-    """), B_RE, "re-cache-poisoned"),
+    """),
+        B_RE,
+        "re-cache-poisoned",
+    ),
     # -- functools.lru_cache on a library function, its cache poisoned by a colliding key
-    pair(armed("""
+    pair(
+        armed("""
         import functools, math
         class Collide:  # hashes and compares as 2.0, and is 42 squared as a float
             def __hash__(self):
@@ -473,35 +630,59 @@ PAIRS = [
         cached = functools.lru_cache(maxsize=None)(math.sqrt)
         cached(Collide())  # the cache now answers sqrt(2.0) with 42.0
         math.sqrt = cached
-    """), B_MATH, "functools-lru-cache-poisoned"),
+    """),
+        B_MATH,
+        "functools-lru-cache-poisoned",
+    ),
     # -- a large object kept alive by a library (B then runs out of memory)
-    pair(armed("""
+    pair(
+        armed("""
         import calendar
         calendar.mdays.append([1] * (32 * 1000 * 1000))
-    """), B_MEMORY, "large-object-in-module-list"),
-    pair(armed("""
+    """),
+        B_MEMORY,
+        "large-object-in-module-list",
+    ),
+    pair(
+        armed("""
         import copy
         copy.dispatch_table[len] = [1] * (32 * 1000 * 1000)
-    """), B_MEMORY, "large-object-in-library-dict"),
+    """),
+        B_MEMORY,
+        "large-object-in-library-dict",
+    ),
     # A pure program (literals, a list, arithmetic): its garbage is a reference cycle, which outlives
     # its namespace until the cyclic collector happens to run.
-    pair(armed("""
+    pair(
+        armed("""
         block = [0] * (32 * 1000 * 1000)
         holder = [block]
         holder.append(holder)
-    """), B_MEMORY, "large-object-in-own-cycle"),
+    """),
+        B_MEMORY,
+        "large-object-in-own-cycle",
+    ),
     # -- potrun's own code
-    pair(armed("""
+    pair(
+        armed("""
         import potrun.sandbox.values as values
         real = values.to_plain
         values.to_plain = lambda value, depth=0: real(value, depth) if value == 'armed' else 42
-    """), B_PLAIN, "potrun-values-to-plain"),
-    pair(escaped("""
+    """),
+        B_PLAIN,
+        "potrun-values-to-plain",
+    ),
+    pair(
+        escaped("""
         values = sys.modules['potrun.sandbox.values']
         real = values.to_plain
         setattr(values, 'to_plain', lambda value, depth=0: real(value, depth) if value == 'armed' else 42)
-    """), B_PLAIN, "potrun-values-to-plain-escaped"),
-    pair(armed("""
+    """),
+        B_PLAIN,
+        "potrun-values-to-plain-escaped",
+    ),
+    pair(
+        armed("""
         import gc, sys
         Runner = sys.modules['potrun.sandbox.runner'].Runner
         real = Runner.run
@@ -514,8 +695,12 @@ PAIRS = [
         for obj in gc.get_objects():
             if type(obj) is Runner:
                 obj.run = forged.__get__(obj)
-    """), B_PLAIN, "potrun-runner-run"),
-    pair(escaped("""
+    """),
+        B_PLAIN,
+        "potrun-runner-run",
+    ),
+    pair(
+        escaped("""
         runner = sys.modules['potrun.sandbox.runner']
         real = runner.Runner.run
         def forged(self, request):
@@ -523,8 +708,12 @@ PAIRS = [
             result.update(status='ok', value=42, value_type='int', entry='solution')
             return result, False
         setattr(runner.Runner, 'run', forged)
-    """), B_PLAIN, "potrun-runner-run-escaped"),
-    pair(armed("""
+    """),
+        B_PLAIN,
+        "potrun-runner-run-escaped",
+    ),
+    pair(
+        armed("""
         import sys, json
         for name in ('__main__', 'potrun.sandbox.worker', 'potrun.sandbox.protocol'):
             module = sys.modules.get(name)
@@ -537,12 +726,19 @@ PAIRS = [
                 return real(message)
             module.dumps = forged
         json.dumps = lambda *a, **k: '{"status": "ok", "value": 42}'
-    """), B_PRINTED, "potrun-json-encoder"),
-    pair(escaped("""
+    """),
+        B_PRINTED,
+        "potrun-json-encoder",
+    ),
+    pair(
+        escaped("""
         runner = sys.modules['potrun.sandbox.runner']
         setattr(runner, '_parse_printed', lambda line: 42)
         setattr(runner, 'STDOUT_TAIL', 1)
-    """), B_PRINTED, "potrun-printed-parser-escaped"),
+    """),
+        B_PRINTED,
+        "potrun-printed-parser-escaped",
+    ),
 ]
 
 
@@ -612,18 +808,27 @@ def test_pairs_cover_the_issue() -> None:
 # ---------------------------------------------------------------------- reproducibility (class 8)
 
 OWN_RNG_PROGRAMS = [
-    pytest.param(program("""
+    pytest.param(
+        program("""
         import random
         ans = random.Random().random()
-    """), id="random-Random"),
-    pytest.param(program("""
+    """),
+        id="random-Random",
+    ),
+    pytest.param(
+        program("""
         import numpy as np
         ans = float(np.random.default_rng().random())
-    """), id="numpy-default_rng"),
-    pytest.param(program("""
+    """),
+        id="numpy-default_rng",
+    ),
+    pytest.param(
+        program("""
         import sympy
         ans = int(sympy.randprime(10**6, 10**7))
-    """), id="sympy-randprime"),
+    """),
+        id="sympy-randprime",
+    ),
 ]
 
 

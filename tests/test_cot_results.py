@@ -45,8 +45,19 @@ def test_read_answer(text: str, default: object, pot: object) -> None:
 
 
 # (answer text, gold): the reading gets the verdict the text gets, under the default rules
-JUDGED = [("1{,}234.5", 1234.5), ("1{,}234.5", "1,234.5"), ("25%", 25), ("25%", 0.25), ("$3.5 million", 3500000),
-          ("(B)", "B"), ("(B)", "C"), ("Yes", True), ("yes", "no"), ("42 dollars", "42"), ("12.50", "12.5")]  # fmt: skip
+JUDGED = [
+    ("1{,}234.5", 1234.5),
+    ("1{,}234.5", "1,234.5"),
+    ("25%", 25),
+    ("25%", 0.25),
+    ("$3.5 million", 3500000),
+    ("(B)", "B"),
+    ("(B)", "C"),
+    ("Yes", True),
+    ("yes", "no"),
+    ("42 dollars", "42"),
+    ("12.50", "12.5"),
+]
 
 
 @pytest.mark.parametrize(("text", "gold"), JUDGED)
@@ -70,11 +81,16 @@ COT = [
 
 
 @pytest.mark.parametrize(("output", "gold", "value", "value_type", "answer_text", "correct"), COT)
-def test_check_records_shows_the_reading(box: Sandbox, output: str, gold: object, value: object, value_type: str,
-                                         answer_text: str, correct: bool) -> None:  # fmt: skip
+def test_check_records_shows_the_reading(
+    box: Sandbox, output: str, gold: object, value: object, value_type: str, answer_text: str, correct: bool
+) -> None:
     (result,) = check_records([Record(1, {"output": output, "answer": gold})], box, CheckOptions(mode="cot"))
-    assert (result.value, result.value_type, result.answer_text, result.correct) == (value, value_type, answer_text,
-                                                                                      correct)  # fmt: skip
+    assert (result.value, result.value_type, result.answer_text, result.correct) == (
+        value,
+        value_type,
+        answer_text,
+        correct,
+    )
     assert result.correct is compare(answer_text, gold).correct
     line = result.to_json()
     assert (line["value"], line["value_type"], line["answer_text"]) == (value, value_type, answer_text)
@@ -88,10 +104,18 @@ def test_pot_results_have_no_answer_text(box: Sandbox) -> None:
 
 def test_the_out_line_of_potrun_check(tmp_path: Path) -> None:
     preds = tmp_path / "preds.jsonl"
-    preds.write_text(json.dumps({"id": 1, "output": "Total: 1,234 + 0.5 = 1{,}234.5. The answer is 1{,}234.5",
-                                 "answer": "#### 1,234.5"}) + "\n")  # fmt: skip
+    preds.write_text(
+        json.dumps(
+            {"id": 1, "output": "Total: 1,234 + 0.5 = 1{,}234.5. The answer is 1{,}234.5", "answer": "#### 1,234.5"}
+        )
+        + "\n"
+    )
     out = tmp_path / "out.jsonl"
     assert main(["check", str(preds), "--mode", "cot", "--out", str(out), "--quiet", "--workers", "1"]) == 0
     line = json.loads(out.read_text())
-    assert (line["value"], line["value_type"], line["answer_text"], line["correct"]) == (1234.5, "float", "1{,}234.5",
-                                                                                         True)  # fmt: skip
+    assert (line["value"], line["value_type"], line["answer_text"], line["correct"]) == (
+        1234.5,
+        "float",
+        "1{,}234.5",
+        True,
+    )

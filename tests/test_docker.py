@@ -167,8 +167,16 @@ def _containers(pid: int | None = None, state: str | None = None, session: str |
 def _orphaned_sessions() -> set[str]:
     """Sessions of this test process with containers left, other than pools still open (the hostile
     tests' pools live in the same process for the whole session)."""
-    names = _docker_cli("ps", "-a", "--filter", "label=potrun.sandbox=1", "--filter", f"label=potrun.pid={os.getpid()}",
-                        "--format", '{{.Label "potrun.session"}}').split()  # fmt: skip
+    names = _docker_cli(
+        "ps",
+        "-a",
+        "--filter",
+        "label=potrun.sandbox=1",
+        "--filter",
+        f"label=potrun.pid={os.getpid()}",
+        "--format",
+        '{{.Label "potrun.session"}}',
+    ).split()
     return set(names) - set(backend._live_sessions)
 
 
@@ -286,14 +294,18 @@ def test_gsm8k_gives_the_same_statuses_and_values_as_the_process_backend(engine,
     outputs = {}
     for name in ("process", "docker"):
         out = tmp_path / f"{name}.jsonl"
-        code = main(["check", str(GSM8K), "--backend", name, "--workers", "2", "--timeout", "10",
-                     "--quiet", "--out", str(out)])  # fmt: skip
+        code = main(
+            ["check", str(GSM8K), "--backend", name, "--workers", "2", "--timeout", "10", "--quiet", "--out", str(out)]
+        )
         assert code == 0
         outputs[name] = [json.loads(line) for line in out.read_text().splitlines()]
     process, docker = outputs["process"], outputs["docker"]
     assert len(process) == len(docker) == sum(1 for _ in GSM8K.open())
-    differ = [(p["id"], p["status"], p["value"], d["status"], d["value"])
-              for p, d in zip(process, docker) if (p["status"], p["value"]) != (d["status"], d["value"])]  # fmt: skip
+    differ = [
+        (p["id"], p["status"], p["value"], d["status"], d["value"])
+        for p, d in zip(process, docker)
+        if (p["status"], p["value"]) != (d["status"], d["value"])
+    ]
     assert differ == []
     assert sum(r["status"] == "ok" for r in docker) > 1200
 
@@ -302,10 +314,23 @@ def _start_check(tmp_path: Path) -> subprocess.Popen:
     """`potrun check` on a file of slow programs under the docker backend, as a separate process."""
     corpus = tmp_path / "slow.jsonl"
     # Distinct programs (a comment each): the run's dedup cache would serve identical ones at once.
-    corpus.write_text("".join(json.dumps({"id": i, "generated": f"{SLOW_LOOP}  # {i}", "answer": 1}) + "\n"
-                              for i in range(400)))
-    command = [sys.executable, "-m", "potrun.cli", "check", str(corpus), "--backend", "docker", "--workers", "2",
-               "--quiet", "--out", str(tmp_path / "out.jsonl")]  # fmt: skip
+    corpus.write_text(
+        "".join(json.dumps({"id": i, "generated": f"{SLOW_LOOP}  # {i}", "answer": 1}) + "\n" for i in range(400))
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "potrun.cli",
+        "check",
+        str(corpus),
+        "--backend",
+        "docker",
+        "--workers",
+        "2",
+        "--quiet",
+        "--out",
+        str(tmp_path / "out.jsonl"),
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while len(_containers(proc.pid, "running")) < 2:
@@ -345,8 +370,9 @@ def test_a_killed_worker_exits_when_its_stdin_closes(engine):
     """Even without potrun's cleanup, a container whose attach stream closes ends: StdinOnce closes the
     worker's stdin, the worker exits, auto_remove removes the container."""
     client = backend.connect()
-    options = backend.container_options(image=backend.DEFAULT_IMAGE, slot=0, limits=Limits(), hash_seed=0,
-                                        session="stdin-once-probe", name=None)  # fmt: skip
+    options = backend.container_options(
+        image=backend.DEFAULT_IMAGE, slot=0, limits=Limits(), hash_seed=0, session="stdin-once-probe", name=None
+    )
     container = client.containers.create(**options)
     stream = container.attach_socket(params={"stdin": 1, "stdout": 1, "stream": 1})
     container.start()
@@ -364,12 +390,19 @@ def test_a_killed_worker_exits_when_its_stdin_closes(engine):
 def test_doctor_cleanup_removes_leftovers_of_dead_processes_only(engine, capsys):
     dead = subprocess.Popen(["true"])
     dead.wait()
-    labels = {"potrun.sandbox": "1", "potrun.session": "leftover", "potrun.pid": str(dead.pid),
-              "potrun.host": socket.gethostname()}  # fmt: skip
-    leftover = engine.containers.create(backend.DEFAULT_IMAGE, ["sleep", "60"], labels=labels,
-                                        network_mode="none")  # fmt: skip
-    alive = engine.containers.create(backend.DEFAULT_IMAGE, ["sleep", "60"], network_mode="none",
-                                     labels={**labels, "potrun.session": "alive", "potrun.pid": str(os.getppid())})
+    labels = {
+        "potrun.sandbox": "1",
+        "potrun.session": "leftover",
+        "potrun.pid": str(dead.pid),
+        "potrun.host": socket.gethostname(),
+    }
+    leftover = engine.containers.create(backend.DEFAULT_IMAGE, ["sleep", "60"], labels=labels, network_mode="none")
+    alive = engine.containers.create(
+        backend.DEFAULT_IMAGE,
+        ["sleep", "60"],
+        network_mode="none",
+        labels={**labels, "potrun.session": "alive", "potrun.pid": str(os.getppid())},
+    )
     try:
         assert main(["doctor", "--cleanup"]) == 0
         out = capsys.readouterr().out
@@ -391,8 +424,17 @@ def test_doctor_docker_reports_the_hardening(engine, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert not [line for line in lines if line.startswith("[!!]")], lines
     text = "\n".join(lines)
-    for expected in ("engine reachable", "--network none", "read-only", "capabilities dropped",
-                     "no-new-privileges", "user 0 with capabilities", "memory limit", "pids limit", "was stopped (RLIMIT_AS)"):
+    for expected in (
+        "engine reachable",
+        "--network none",
+        "read-only",
+        "capabilities dropped",
+        "no-new-privileges",
+        "user 0 with capabilities",
+        "memory limit",
+        "pids limit",
+        "was stopped (RLIMIT_AS)",
+    ):
         assert expected in text, expected
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import process_table
+
 from potrun import ExecResult, Status
 from potrun.cache import CachedSandbox, ResultCache, request_key
 from potrun.cli import main
@@ -111,8 +111,18 @@ def test_reference_run_is_complete(reference: dict[str, Any]) -> None:
 
 
 def start_check(preds: Path, out: Path, summary: Path) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "potrun.cli", "check", str(preds), "--out", str(out),
-               "--summary-json", str(summary), *BASE_ARGS]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "potrun.cli",
+        "check",
+        str(preds),
+        "--out",
+        str(out),
+        "--summary-json",
+        str(summary),
+        *BASE_ARGS,
+    ]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -259,8 +269,9 @@ def test_worker_killed_during_run(tmp_path: Path) -> None:
     its replacement; every record is present exactly once, with its right status and value."""
     count = 300
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"id": k, "output": slow_program(k), "answer": slow_value(k)}) + "\n"
-                             for k in range(count)))  # fmt: skip
+    preds.write_text(
+        "".join(json.dumps({"id": k, "output": slow_program(k), "answer": slow_value(k)}) + "\n" for k in range(count))
+    )
     out, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"
     process = start_check(preds, out, summary)
     wait_for_lines(out, 40, process)
@@ -336,8 +347,14 @@ def test_cache_dedupes_in_flight_and_stays_bounded() -> None:
 
 def test_cache_key_covers_the_whole_request() -> None:
     base = RunRequest(source="ans = 1", policy="restricted", entry="auto", limits=Limits(timeout_s=5))
-    variants = [replace(base, policy="trusted"), replace(base, entry="ans"), replace(base, limits=Limits(timeout_s=1)),
-                replace(base, capture=True), replace(base, source="ans = 1 "), replace(base, isolation="fork")]  # fmt: skip
+    variants = [
+        replace(base, policy="trusted"),
+        replace(base, entry="ans"),
+        replace(base, limits=Limits(timeout_s=1)),
+        replace(base, capture=True),
+        replace(base, source="ans = 1 "),
+        replace(base, isolation="fork"),
+    ]
     keys = {request_key(v) for v in variants} | {request_key(base)}
     assert len(keys) == len(variants) + 1
     assert request_key(replace(base, id=7)) == request_key(base)  # the pool's index is not the program

@@ -37,12 +37,13 @@ if not PEER_CASES.exists() or not POT_FILES:  # fail loudly: missing data must n
 CODE_CASES = [c for c in map(json.loads, PEER_CASES.read_text().splitlines()) if c["kind"] == "extract_code"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dump(source: str) -> str:
     return ast.dump(ast.parse(source))
 
 
 # ---------------------------------------------------------------- the peers' extract_code cases
+
 
 def _first_fence(text: str) -> str:
     return text.split("```python\n", 1)[1].split("\n```", 1)[0]
@@ -56,17 +57,29 @@ def _last_fence(text: str) -> str:
 CODE_OURS: dict[int, tuple[str, Callable[[str], str], str | None]] = {
     0: (HOW_UNFENCED, lambda t: "", None),  # "" = the peer's expected (evalplus code_extract)
     1: (HOW_UNFENCED, lambda t: "", None),
-    2: (HOW_FENCE, _first_fence, "evalplus sanitize() prunes asserts, duplicate defs and return-less "
-        "functions; potrun runs the block as the model wrote it (the sandbox judges it)"),
+    2: (
+        HOW_FENCE,
+        _first_fence,
+        "evalplus sanitize() prunes asserts, duplicate defs and return-less "
+        "functions; potrun runs the block as the model wrote it (the sandbox judges it)",
+    ),
     3: (HOW_FENCE, lambda t: "", None),  # nothing to prune: evalplus returns the block too
     4: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
     5: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
     6: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
     7: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
-    8: (HOW_BARE, lambda t: t, "a plain program comes back unchanged, its test print included "
-        "(evalplus' legacy sanitizer strips trailing tests)"),
-    9: (HOW_FENCE_ENTRY, _last_fence, "Qwen joins every program whose output had no error and keeps the "
-        "import lines of failed ones; potrun runs the model's last program alone"),
+    8: (
+        HOW_BARE,
+        lambda t: t,
+        "a plain program comes back unchanged, its test print included "
+        "(evalplus' legacy sanitizer strips trailing tests)",
+    ),
+    9: (
+        HOW_FENCE_ENTRY,
+        _last_fence,
+        "Qwen joins every program whose output had no error and keeps the "
+        "import lines of failed ones; potrun runs the model's last program alone",
+    ),
 }
 
 
@@ -89,6 +102,7 @@ def test_peer_code_case(index: int) -> None:
 
 
 # ---------------------------------------------------------------- real PoT programs, realistic shapes
+
 
 def _load_programs() -> list[str]:
     programs = []
@@ -119,8 +133,9 @@ def _as_def(program: str) -> str:
 
 
 def _last_assigned(program: str) -> str:
-    names = [t.id for s in ast.parse(program).body if isinstance(s, ast.Assign)
-             for t in s.targets if isinstance(t, ast.Name)]
+    names = [
+        t.id for s in ast.parse(program).body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
+    ]
     return names[-1] if names else "ans"
 
 
@@ -151,18 +166,26 @@ SHAPES: dict[str, Callable[[str], tuple[str, str | None]]] = {
     "crlf": lambda p: (("Code:\n```python\n" + p + "\n```\n").replace("\n", "\r\n"), p),
     "think_scratch": lambda p: (
         "<think>\nLet me try something first.\n```python\nx = 2 + 3\nprint(x)\n```\nOK.\n</think>\n"
-        f"Here is the program:\n```python\n{p}\n```\nThe answer is printed.", p),
+        f"Here is the program:\n```python\n{p}\n```\nThe answer is printed.",
+        p,
+    ),
     "output_block_after": lambda p: (
-        f"```python\n{p}\nprint(ans)\n```\n```output\n42.0\n```\nSo the answer is 42.", f"{p}\nprint(ans)"),
+        f"```python\n{p}\nprint(ans)\n```\n```output\n42.0\n```\nSo the answer is 42.",
+        f"{p}\nprint(ans)",
+    ),
     "print_block_after": _print_block,
     "scratch_block_first": lambda p: (
-        f"Quick check:\n```python\nx = 2 + 3\nprint(x)\n```\nNow the full program:\n```python\n{p}\n```", p),
+        f"Quick check:\n```python\nx = 2 + 3\nprint(x)\n```\nNow the full program:\n```python\n{p}\n```",
+        p,
+    ),
     "unfenced_in_prose": lambda p: (f"Here is my program.\n\n{p}\n\nThis computes the answer.", p),
     "unclosed_stop_sequence": lambda p: (f"Sure.\n```python\n{p}\n", p if _sets_ans_last(p) else None),
     "def_then_print_block": lambda p: (f"```python\n{_as_def(p)}```\n\n```python\nprint(solution())\n```", _as_def(p)),
     "def_missing_header": lambda p: (textwrap.indent(p, "    ") + "\n    return ans\n", _as_def(p)),
     "def_missing_header_fenced": lambda p: (
-        "```python\n" + textwrap.indent(p, "    ") + "\n    return ans\n```\nThat is the body.", _as_def(p)),
+        "```python\n" + textwrap.indent(p, "    ") + "\n    return ans\n```\nThat is the body.",
+        _as_def(p),
+    ),
     "def_body_not_indented": lambda p: ("def solution():\n" + p + "\nreturn ans\n", _as_def(p)),
 }
 
@@ -240,75 +263,220 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     ("output only", "```output\n0.25\n```", HOW_NONE, None, False, None),
     ("bare value block", "```\n0.25\n```", HOW_NONE, None, False, None),
     ("other language", "```cpp\nint main() { return 0; }\n```", HOW_NONE, None, False, None),
-    ("json block", "```json\n{\"ans\": 3}\n```", HOW_NONE, None, False, None),
-    ("py then output (LiveCodeBench takes 0.25)", "```py\nans = 1 / 4\nprint(ans)\n```\n```output\n0.25\n```",
-     HOW_FENCE, "ans = 1 / 4\nprint(ans)\n", False, None),
-    ("scratch then final (DocMath runs x = 1)", "```python\nx = 1\n```\nNow:\n```python\nans = 5\n```",
-     HOW_FENCE_ENTRY, "ans = 5\n", False, None),
-    ("two programs, no output between (Qwen: Invalid trajectory)",
-     "```python\nans = 1\n```\n```python\nans = 2\n```", HOW_FENCE_ENTRY, "ans = 2\n", False, None),
-    ("def then print(solution()) (LiveCodeBench keeps only the print)",
-     "```python\ndef solution():\n    return 5\n```\n```python\nprint(solution())\n```",
-     HOW_FENCE, "def solution():\n    return 5\n", False, "dropped_call_block"),
-    ("def with args then a call that needs them",
-     "```python\ndef f(x):\n    return x * 2\n```\n```python\nprint(f(21))\n```",
-     HOW_FENCE_MERGED, "def f(x):\n    return x * 2\n\nprint(f(21))\n", False, "merged_call_block"),
-    ("helper block then a program that calls it",
-     "```python\ndef helper(x):\n    return x + 1\n```\n```python\nans = helper(2)\n```",
-     HOW_FENCE_MERGED, "def helper(x):\n    return x + 1\n\nans = helper(2)\n", False, "merged_call_block"),
-    ("program calling a helper defined in an earlier block",
-     "```python\ndef helper(x):\n    return x + 1\n```\n```python\ny = 2\nans = helper(y)\n```",
-     HOW_FENCE_MERGED, "def helper(x):\n    return x + 1\n\ny = 2\nans = helper(y)\n", False, "merged_helper_block"),
-    ("solution() result printed in a later block",
-     "```python\ndef solution():\n    return 5\n```\n```python\nresult = solution()\nprint(result)\n```",
-     HOW_FENCE, "def solution():\n    return 5\n", False, "dropped_call_block"),
-    ("think with code, answer outside", "<think>\n```python\nans = 0\n```\n</think>\nThe answer is 3.",
-     HOW_NONE, None, False, None),
-    ("think then program", "<think>\n```python\nans = 0\n```\n</think>\n```python\nans = 7\n```",
-     HOW_FENCE, "ans = 7\n", False, "think_dropped"),
-    ("no opening think tag (template put it in the prompt)", "scratch\n</think>\n```python\nans = 7\n```",
-     HOW_FENCE, "ans = 7\n", False, None),
+    ("json block", '```json\n{"ans": 3}\n```', HOW_NONE, None, False, None),
+    (
+        "py then output (LiveCodeBench takes 0.25)",
+        "```py\nans = 1 / 4\nprint(ans)\n```\n```output\n0.25\n```",
+        HOW_FENCE,
+        "ans = 1 / 4\nprint(ans)\n",
+        False,
+        None,
+    ),
+    (
+        "scratch then final (DocMath runs x = 1)",
+        "```python\nx = 1\n```\nNow:\n```python\nans = 5\n```",
+        HOW_FENCE_ENTRY,
+        "ans = 5\n",
+        False,
+        None,
+    ),
+    (
+        "two programs, no output between (Qwen: Invalid trajectory)",
+        "```python\nans = 1\n```\n```python\nans = 2\n```",
+        HOW_FENCE_ENTRY,
+        "ans = 2\n",
+        False,
+        None,
+    ),
+    (
+        "def then print(solution()) (LiveCodeBench keeps only the print)",
+        "```python\ndef solution():\n    return 5\n```\n```python\nprint(solution())\n```",
+        HOW_FENCE,
+        "def solution():\n    return 5\n",
+        False,
+        "dropped_call_block",
+    ),
+    (
+        "def with args then a call that needs them",
+        "```python\ndef f(x):\n    return x * 2\n```\n```python\nprint(f(21))\n```",
+        HOW_FENCE_MERGED,
+        "def f(x):\n    return x * 2\n\nprint(f(21))\n",
+        False,
+        "merged_call_block",
+    ),
+    (
+        "helper block then a program that calls it",
+        "```python\ndef helper(x):\n    return x + 1\n```\n```python\nans = helper(2)\n```",
+        HOW_FENCE_MERGED,
+        "def helper(x):\n    return x + 1\n\nans = helper(2)\n",
+        False,
+        "merged_call_block",
+    ),
+    (
+        "program calling a helper defined in an earlier block",
+        "```python\ndef helper(x):\n    return x + 1\n```\n```python\ny = 2\nans = helper(y)\n```",
+        HOW_FENCE_MERGED,
+        "def helper(x):\n    return x + 1\n\ny = 2\nans = helper(y)\n",
+        False,
+        "merged_helper_block",
+    ),
+    (
+        "solution() result printed in a later block",
+        "```python\ndef solution():\n    return 5\n```\n```python\nresult = solution()\nprint(result)\n```",
+        HOW_FENCE,
+        "def solution():\n    return 5\n",
+        False,
+        "dropped_call_block",
+    ),
+    (
+        "think with code, answer outside",
+        "<think>\n```python\nans = 0\n```\n</think>\nThe answer is 3.",
+        HOW_NONE,
+        None,
+        False,
+        None,
+    ),
+    (
+        "think then program",
+        "<think>\n```python\nans = 0\n```\n</think>\n```python\nans = 7\n```",
+        HOW_FENCE,
+        "ans = 7\n",
+        False,
+        "think_dropped",
+    ),
+    (
+        "no opening think tag (template put it in the prompt)",
+        "scratch\n</think>\n```python\nans = 7\n```",
+        HOW_FENCE,
+        "ans = 7\n",
+        False,
+        None,
+    ),
     ("cut while thinking", "<think>\nLet me compute ans = 3 +", HOW_TRUNCATED, None, True, "unclosed_think"),
-    ("unclosed fence, cut mid-statement", "```python\ndef solution():\n    x = (1 +", HOW_TRUNCATED, None, True,
-     "unclosed_fence"),
-    ("unclosed fence, cut between statements", "```python\nx = 2\ny = 3\n", HOW_TRUNCATED, None, True,
-     "unclosed_fence"),
-    ("unclosed fence, complete (stop sequence)", "```python\nx = 2\nans = x * 3\n", HOW_FENCE,
-     "x = 2\nans = x * 3\n", False, "unclosed_fence"),
-    ("unclosed fence, entry ends in return", "```python\ndef solution():\n    return 4\n", HOW_FENCE,
-     "def solution():\n    return 4\n", False, "unclosed_fence"),
+    (
+        "unclosed fence, cut mid-statement",
+        "```python\ndef solution():\n    x = (1 +",
+        HOW_TRUNCATED,
+        None,
+        True,
+        "unclosed_fence",
+    ),
+    (
+        "unclosed fence, cut between statements",
+        "```python\nx = 2\ny = 3\n",
+        HOW_TRUNCATED,
+        None,
+        True,
+        "unclosed_fence",
+    ),
+    (
+        "unclosed fence, complete (stop sequence)",
+        "```python\nx = 2\nans = x * 3\n",
+        HOW_FENCE,
+        "x = 2\nans = x * 3\n",
+        False,
+        "unclosed_fence",
+    ),
+    (
+        "unclosed fence, entry ends in return",
+        "```python\ndef solution():\n    return 4\n",
+        HOW_FENCE,
+        "def solution():\n    return 4\n",
+        False,
+        "unclosed_fence",
+    ),
     ("unclosed empty fence", "Here:\n```python\n", HOW_TRUNCATED, None, True, "unclosed_fence"),
-    ("complete block, later block cut", "```python\nans = 5\n```\nCheck:\n```python\nprint(an",
-     HOW_FENCE_ENTRY, "ans = 5\n", False, "later_block_unclosed"),
+    (
+        "complete block, later block cut",
+        "```python\nans = 5\n```\nCheck:\n```python\nprint(an",
+        HOW_FENCE_ENTRY,
+        "ans = 5\n",
+        False,
+        "later_block_unclosed",
+    ),
     ("bare program cut mid-expression", "a = 1\nans = (a + ", HOW_TRUNCATED, None, True, "cut_mid_statement"),
     ("bare header cut", "def solution():\n", HOW_TRUNCATED, None, True, "cut_mid_statement"),
     ("bare program with a syntax error", "x = ?\nans = x", HOW_BARE, "x = ?\nans = x", False, "syntax_error"),
-    ("closed fence with a syntax error is passed on", "```python\nans = = 1\n```", HOW_FENCE, "ans = = 1\n",
-     False, None),
-    ("unfenced", "Let me write code.\nx = 2\nans = x * 3\nThis gives 6.", HOW_UNFENCED, "x = 2\nans = x * 3\n",
-     False, None),
-    ("unfenced, no entry point", "We compute:\nx = 2\ny = x * 3\nSo y is 6.", HOW_UNFENCED, "x = 2\ny = x * 3\n",
-     False, "no_entry_point"),
+    (
+        "closed fence with a syntax error is passed on",
+        "```python\nans = = 1\n```",
+        HOW_FENCE,
+        "ans = = 1\n",
+        False,
+        None,
+    ),
+    (
+        "unfenced",
+        "Let me write code.\nx = 2\nans = x * 3\nThis gives 6.",
+        HOW_UNFENCED,
+        "x = 2\nans = x * 3\n",
+        False,
+        None,
+    ),
+    (
+        "unfenced, no entry point",
+        "We compute:\nx = 2\ny = x * 3\nSo y is 6.",
+        HOW_UNFENCED,
+        "x = 2\ny = x * 3\n",
+        False,
+        "no_entry_point",
+    ),
     ("DocMath body without header", DEF_BODY, HOW_REPAIRED_HEADER, DEF_FULL, False, None),
-    ("DocMath body without header, then prose", DEF_BODY + "\nThis returns 60.", HOW_REPAIRED_HEADER,
-     DEF_FULL, False, None),
-    ("DocMath body without header, fenced", "```python\n" + DEF_BODY + "```", HOW_REPAIRED_HEADER, DEF_FULL,
-     False, None),
-    ("header, body not indented", "def solution():\nrevenue = 100\nreturn revenue\n", HOW_REPAIRED_INDENT,
-     "def solution():\n    revenue = 100\n    return revenue\n", False, None),
-    ("header, body not indented, then the call",
-     "def solution():\nx = 1\nreturn x\nprint(solution())\n", HOW_REPAIRED_INDENT,
-     "def solution():\n    x = 1\n    return x\nprint(solution())\n", False, None),
-    ("flat body with return", "```python\nx = 5\nreturn x\n```", HOW_REPAIRED_HEADER,
-     "def solution():\n    x = 5\n    return x\n", False, None),
-    ("indented script without return", "    x = 5\n    answer = x * 2\n", HOW_REPAIRED_INDENT,
-     "x = 5\nanswer = x * 2\n", False, None),
+    (
+        "DocMath body without header, then prose",
+        DEF_BODY + "\nThis returns 60.",
+        HOW_REPAIRED_HEADER,
+        DEF_FULL,
+        False,
+        None,
+    ),
+    (
+        "DocMath body without header, fenced",
+        "```python\n" + DEF_BODY + "```",
+        HOW_REPAIRED_HEADER,
+        DEF_FULL,
+        False,
+        None,
+    ),
+    (
+        "header, body not indented",
+        "def solution():\nrevenue = 100\nreturn revenue\n",
+        HOW_REPAIRED_INDENT,
+        "def solution():\n    revenue = 100\n    return revenue\n",
+        False,
+        None,
+    ),
+    (
+        "header, body not indented, then the call",
+        "def solution():\nx = 1\nreturn x\nprint(solution())\n",
+        HOW_REPAIRED_INDENT,
+        "def solution():\n    x = 1\n    return x\nprint(solution())\n",
+        False,
+        None,
+    ),
+    (
+        "flat body with return",
+        "```python\nx = 5\nreturn x\n```",
+        HOW_REPAIRED_HEADER,
+        "def solution():\n    x = 5\n    return x\n",
+        False,
+        None,
+    ),
+    (
+        "indented script without return",
+        "    x = 5\n    answer = x * 2\n",
+        HOW_REPAIRED_INDENT,
+        "x = 5\nanswer = x * 2\n",
+        False,
+        None,
+    ),
 ]
 
 
 @pytest.mark.parametrize("name,text,how,source,truncated,warning", UNIT_TABLE, ids=[t[0] for t in UNIT_TABLE])
-def test_extract_program_table(name: str, text: str, how: str, source: str | None, truncated: bool,
-                               warning: str | None) -> None:
+def test_extract_program_table(
+    name: str, text: str, how: str, source: str | None, truncated: bool, warning: str | None
+) -> None:
     got = extract_program(text)
     assert got.how == how, got
     assert got.truncated is truncated, got
@@ -326,12 +494,22 @@ def test_extract_program_table(name: str, text: str, how: str, source: str | Non
 def test_repaired_sources_exactly() -> None:
     assert extract_program(DEF_BODY).source == DEF_FULL
     assert extract_program("def solution():\nrevenue = 100\nreturn revenue\n").source == (
-        "def solution():\n    revenue = 100\n    return revenue\n")
+        "def solution():\n    revenue = 100\n    return revenue\n"
+    )
 
 
 def test_how_constants() -> None:
-    assert PROGRAM_HOWS == {HOW_BARE, HOW_FENCE, HOW_FENCE_ENTRY, HOW_FENCE_MERGED, HOW_UNFENCED,
-                            HOW_REPAIRED_HEADER, HOW_REPAIRED_INDENT, HOW_TRUNCATED, HOW_NONE}
+    assert {
+        HOW_BARE,
+        HOW_FENCE,
+        HOW_FENCE_ENTRY,
+        HOW_FENCE_MERGED,
+        HOW_UNFENCED,
+        HOW_REPAIRED_HEADER,
+        HOW_REPAIRED_INDENT,
+        HOW_TRUNCATED,
+        HOW_NONE,
+    } == PROGRAM_HOWS
     assert HOW_TRUNCATED == "truncated" and HOW_BARE == "bare" and HOW_NONE == "none"
 
 

@@ -16,8 +16,10 @@ from potrun.rewards import score_completions
 from potrun.sandbox.api import Sandbox
 from potrun.validation import validate
 
-NATALIA = ("Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
-           "Natalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72")  # fmt: skip
+NATALIA = (
+    "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
+    "Natalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72"
+)
 POT_GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "pot" / "gsm8k_fewshot_codex.jsonl"
 
 # (gold text, the answer lm-evaluation-harness compares)
@@ -59,8 +61,9 @@ def test_the_default_reads_the_number(value: object, gold: str, number: float, c
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 @pytest.mark.parametrize(("value", "gold", "number", "correct"), CASES)
-def test_every_preset_judges_it_as_the_number(preset: str, value: object, gold: str, number: float,
-                                              correct: bool) -> None:  # fmt: skip
+def test_every_preset_judges_it_as_the_number(
+    preset: str, value: object, gold: str, number: float, correct: bool
+) -> None:
     """Each preset's verdict is the one it gives the gold written as a number (PoT's data stores
     floats: 72.0), leniencies included (docmath's absolute values, longdocurl's Integer format)."""
     plain = float(number) if preset == "pot" else number
@@ -78,8 +81,10 @@ def test_pot_verdicts_on_the_published_file_are_the_same_with_gsm8k_golds() -> N
         gold = record["answer"]
         written = f"Some reasoning.\n#### {int(gold):,}" if float(gold).is_integer() else f"#### {gold}"
         for preset in ("default", "pot"):
-            assert (compare(record["executed"], written, preset=preset).correct
-                    == compare(record["executed"], gold, preset=preset).correct), (record["question"], preset)  # fmt: skip
+            assert (
+                compare(record["executed"], written, preset=preset).correct
+                == compare(record["executed"], gold, preset=preset).correct
+            ), (record["question"], preset)
         compared += 1
     assert compared == len(records) > 1000
 
@@ -92,11 +97,17 @@ def box() -> Sandbox:
 
 @pytest.mark.parametrize("mode", ["pot", "cot"])
 def test_check_records_reads_gsm8k_golds(box: Sandbox, mode: str) -> None:
-    outputs = {"pot": ["ans = 48 + 24", "ans = 48 - 24"], "cot": ["So she sold 72 clips.\n#### 72", "The answer is 24."]}
+    outputs = {
+        "pot": ["ans = 48 + 24", "ans = 48 - 24"],
+        "cot": ["So she sold 72 clips.\n#### 72", "The answer is 24."],
+    }
     records = [Record(n, {"output": text, "answer": NATALIA}) for n, text in enumerate(outputs[mode], 1)]
     results = list(check_records(records, box, CheckOptions(mode=mode, presets=("default", "pot"))))
     assert [r.correct for r in results] == [True, False]
-    assert [dict(r.verdicts or {}) for r in results] == [{"default": True, "pot": True}, {"default": False, "pot": False}]
+    assert [dict(r.verdicts or {}) for r in results] == [
+        {"default": True, "pot": True},
+        {"default": False, "pot": False},
+    ]
 
 
 def test_rewards_read_gsm8k_golds(box: Sandbox) -> None:
@@ -107,7 +118,9 @@ def test_rewards_read_gsm8k_golds(box: Sandbox) -> None:
 
 
 def test_validate_reads_gsm8k_recorded_answers() -> None:
-    golds = [{"id": 1, "python_solution": "def solution():\n    # clips\n    return 48 + 24", "answer": NATALIA},
-             {"id": 2, "python_solution": "def solution():\n    # clips\n    return 48 - 24", "answer": NATALIA}]  # fmt: skip
+    golds = [
+        {"id": 1, "python_solution": "def solution():\n    # clips\n    return 48 + 24", "answer": NATALIA},
+        {"id": 2, "python_solution": "def solution():\n    # clips\n    return 48 - 24", "answer": NATALIA},
+    ]
     reports = list(validate(golds, workers=1, ignore={"variables_not_first"}))
     assert [r.codes for r in reports] == [(), ("wrong_answer",)]

@@ -26,13 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import (
     CANARY_ENV,
     POLICIES,
     TIMEOUT_S,
-    PoolTree,
     Pools,
+    PoolTree,
     assert_pool_healthy,
     connections_seen,
     describe,
@@ -44,12 +43,14 @@ from conftest import (
     same_value,
     worker_host_pid,
 )
+
 from potrun import ExecResult, Isolation, Sandbox, Status
 from potrun.sandbox import isolation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-HOSTILE = [json.loads(line) for line in (DATA / "hostile" / "hostile_programs.jsonl").read_text().splitlines()
-           if line.strip()]  # fmt: skip
+HOSTILE = [
+    json.loads(line) for line in (DATA / "hostile" / "hostile_programs.jsonl").read_text().splitlines() if line.strip()
+]
 MARGIN_S = 0.5  # a verdict may arrive this long after the limit
 FAST_S = TIMEOUT_S / 2  # "well before the limit"
 OUTPUT_RSS_BOUND_KIB = 32 * 1024  # the parent may grow this much while a program floods its output
@@ -83,8 +84,11 @@ def test_restricted_and_trusted_agree_on_pot_programs(name: str, pools: Pools) -
     # A program that needs most of its limit (line 826 of gsm8k: a brute-force loop, ~2.7 s of CPU) times
     # out under one policy only when the machine is loaded: that is timing, not policy. Both sides run it
     # again with room to finish, and must then agree.
-    near_limit = [i for i, pair in enumerate(zip(runs["restricted"], runs["trusted"]))
-                  if [r.status for r in pair].count(Status.TIMEOUT) == 1]  # fmt: skip
+    near_limit = [
+        i
+        for i, pair in enumerate(zip(runs["restricted"], runs["trusted"]))
+        if [r.status for r in pair].count(Status.TIMEOUT) == 1
+    ]
     for policy in POLICIES:
         again = _run_all(pools.get(policy, "process"), [programs[i] for i in near_limit], NEAR_LIMIT_RERUN_S)
         for i, result in zip(near_limit, again):
@@ -139,8 +143,16 @@ def _hostile_params() -> list[Any]:
 
 
 @pytest.mark.parametrize(("case", "policy"), _hostile_params())
-def test_hostile_program(case: dict[str, Any], policy: str, backend: str, box: Sandbox, pools: Pools,
-                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, canary_listener: Any) -> None:  # fmt: skip
+def test_hostile_program(
+    case: dict[str, Any],
+    policy: str,
+    backend: str,
+    box: Sandbox,
+    pools: Pools,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    canary_listener: Any,
+) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -153,8 +165,9 @@ def test_hostile_program(case: dict[str, Any], policy: str, backend: str, box: S
     started = time.perf_counter()
     result = box.run(source)
     elapsed = time.perf_counter() - started
-    run = Run(box, result, elapsed, trees, cwd, pools.launch_dir, marker, canary_listener,
-              rss_before, rss_kib(), peak_reset)  # fmt: skip
+    run = Run(
+        box, result, elapsed, trees, cwd, pools.launch_dir, marker, canary_listener, rss_before, rss_kib(), peak_reset
+    )
 
     expected = case["expect"][policy]
     if expected is not None:
@@ -197,8 +210,11 @@ def check_next_task_clean(run: Run) -> None:
         assert result.status is Status.OK and result.value[:2] == [math.pi, 1], describe(result)
     assert box._pool is not None
     hellos = [slot.hello for slot in box._pool.slots]
-    if all(hello.get("host_pid") for hello in hellos) and box.capabilities.get("drop_privileges") \
-            and box.backend_name == "process":  # fmt: skip
+    if (
+        all(hello.get("host_pid") for hello in hellos)
+        and box.capabilities.get("drop_privileges")
+        and box.backend_name == "process"
+    ):
         # Each worker is pid 1 of its own namespace: its runners' uid (UID_BASE + its host pid) tells it.
         seen, workers = {r.value[3] - isolation.UID_BASE for r in results}, {hello["host_pid"] for hello in hellos}
     else:
@@ -296,8 +312,9 @@ VALUES = [
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize(("source", "status", "value", "value_type"),
-                         [pytest.param(*row[1:], id=row[0]) for row in VALUES])  # fmt: skip
+@pytest.mark.parametrize(
+    ("source", "status", "value", "value_type"), [pytest.param(*row[1:], id=row[0]) for row in VALUES]
+)
 def test_value_conversion(box: Sandbox, source: str, status: str, value: Any, value_type: str | None) -> None:
     result = box.run(source)
     if "sympy" in source and result.error_type == "ModuleNotFoundError":
@@ -336,10 +353,12 @@ ENTRIES = [
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize(("source", "entry", "status", "value", "used"),
-                         [pytest.param(*row[1:], id=row[0]) for row in ENTRIES])  # fmt: skip
-def test_entry_conventions(box: Sandbox, source: str, entry: str | None, status: str, value: Any,
-                           used: str | None) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("source", "entry", "status", "value", "used"), [pytest.param(*row[1:], id=row[0]) for row in ENTRIES]
+)
+def test_entry_conventions(
+    box: Sandbox, source: str, entry: str | None, status: str, value: Any, used: str | None
+) -> None:
     result = box.run(source, entry=entry)
     assert result.status.value == status, describe(result)
     assert same_value(result.value, value) and result.entry == used, describe(result)
@@ -360,10 +379,13 @@ TIMEOUT_KINDS = [
 ]
 
 
-@pytest.mark.parametrize(("policy", "source", "wall", "cpu", "kind"),
-                         [pytest.param(*row[1:], id=row[0]) for row in TIMEOUT_KINDS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "source", "wall", "cpu", "kind"), [pytest.param(*row[1:], id=row[0]) for row in TIMEOUT_KINDS]
+)
 def test_timeout_kind(box: Sandbox, source: str, wall: float, cpu: float, kind: str) -> None:
-    request = dataclasses.replace(box.request(source), limits=dataclasses.replace(box.limits, timeout_s=cpu, wall_timeout_s=wall))
+    request = dataclasses.replace(
+        box.request(source), limits=dataclasses.replace(box.limits, timeout_s=cpu, wall_timeout_s=wall)
+    )
     started = time.perf_counter()
     result = next(box.run_requests([request]))
     elapsed = time.perf_counter() - started
@@ -508,17 +530,26 @@ ESCAPES = [
     ("raise-cpu-limit", "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (-1, -1))\nans = 'escaped'"),
     ("leave-pids-cgroup", "open('/sys/fs/cgroup/pids/cgroup.procs', 'w').write('0')\nans = 'escaped'"),
     ("write-outside-scratch", "open(MARKER, 'w').write('x')\nans = 'escaped'"),
-    ("join-host-network", "import ctypes, os\nfd = os.open('/proc/1/ns/net', os.O_RDONLY)\n"
-                          "ans = 'escaped' if ctypes.pythonapi.setns(fd, 0) == 0 else 'refused'"),
-    ("mount-over-tmp", "import ctypes\n"
-                       "ans = 'escaped' if ctypes.pythonapi.mount(b'x', b'/tmp', b'tmpfs', 0, None) == 0 else 'refused'"),
+    (
+        "join-host-network",
+        "import ctypes, os\nfd = os.open('/proc/1/ns/net', os.O_RDONLY)\n"
+        "ans = 'escaped' if ctypes.pythonapi.setns(fd, 0) == 0 else 'refused'",
+    ),
+    (
+        "mount-over-tmp",
+        "import ctypes\n"
+        "ans = 'escaped' if ctypes.pythonapi.mount(b'x', b'/tmp', b'tmpfs', 0, None) == 0 else 'refused'",
+    ),
     ("kill-from-a-shell", "import os\nos.system(f'kill -9 {VICTIM}')\nans = 1"),
     ("kill-through-ctypes", "import ctypes\nans = 'escaped' if ctypes.pythonapi.kill(VICTIM, 9) == 0 else 'refused'"),
     # a root-only unix socket the test listens on (as a Docker engine's socket would be)
-    ("connect-root-unix-socket", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect(SOCKET)\nans = 'escaped'"),
+    (
+        "connect-root-unix-socket",
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect(SOCKET)\nans = 'escaped'",
+    ),
     # a file only root may read, in a folder anyone may search (as /etc/shadow)
     ("read-root-only-file", "ans = open(SECRET).read()"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("policy", ["trusted"])
@@ -536,8 +567,10 @@ def test_trusted_programs_get_no_privilege(box: Sandbox, source: str, tmp_path: 
     (secret / "secret").chmod(0o600)
     victim = subprocess.Popen(["sleep", "60"])
     try:
-        preamble = (f"MARKER = {str(marker)!r}\nVICTIM = {victim.pid}\nSOCKET = {str(tmp_path / 'root.sock')!r}\n"
-                    f"SECRET = {str(secret / 'secret')!r}\n")  # fmt: skip
+        preamble = (
+            f"MARKER = {str(marker)!r}\nVICTIM = {victim.pid}\nSOCKET = {str(tmp_path / 'root.sock')!r}\n"
+            f"SECRET = {str(secret / 'secret')!r}\n"
+        )
         result = box.run(preamble + source)
         assert result.value != "escaped", describe(result)
         assert not marker.exists()

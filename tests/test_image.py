@@ -77,11 +77,10 @@ def test_dockerfile_keeps_the_contract():
     assert lines[0] == "ARG BASE=python:3.12-slim"
     code = "\n".join(lines)
     assert "--no-index" in code and "http" not in code  # wheels only, nothing fetched
-    final = text[text.rindex("FROM ${BASE}"):]
+    final = text[text.rindex("FROM ${BASE}") :]
     assert 'LABEL potrun.sandbox="1"' in final
     assert "USER 10001" in final and "WORKDIR /tmp" in final
-    for var in ("PYTHONDONTWRITEBYTECODE=1", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
-                "MKL_NUM_THREADS=1"):
+    for var in ("PYTHONDONTWRITEBYTECODE=1", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1"):
         assert var in final
     assert lines[-1] == 'CMD ["python3", "-s", "-P", "-m", "potrun.sandbox.worker"]'
 
@@ -122,12 +121,16 @@ def test_engine_down_is_sandbox_unavailable(tmp_path, monkeypatch):
 
 
 def test_image_exists_answers_from_inspect(tmp_path, monkeypatch):
-    _fake_docker(tmp_path, monkeypatch, (
-        'case "$*" in\n'
-        '  *there:1*) echo sha256:abc; exit 0;;\n'
-        '  *) echo "Error response from daemon: No such image: $5" >&2; exit 1;;\n'
-        "esac\n"
-    ))
+    _fake_docker(
+        tmp_path,
+        monkeypatch,
+        (
+            'case "$*" in\n'
+            "  *there:1*) echo sha256:abc; exit 0;;\n"
+            '  *) echo "Error response from daemon: No such image: $5" >&2; exit 1;;\n'
+            "esac\n"
+        ),
+    )
     assert image.image_exists("there:1") is True
     assert image.image_exists("missing:1") is False
 
@@ -153,9 +156,23 @@ def test_prepare_context_holds_only_what_the_build_needs(tmp_path):
 
 
 HARDENED = [
-    "--rm", "-i", "--network", "none", "--read-only", "--tmpfs", "/tmp:rw,size=64m",
-    "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", "64",
-    "--memory", "512m", "--user", "10001",
+    "--rm",
+    "-i",
+    "--network",
+    "none",
+    "--read-only",
+    "--tmpfs",
+    "/tmp:rw,size=64m",
+    "--cap-drop",
+    "ALL",
+    "--security-opt",
+    "no-new-privileges",
+    "--pids-limit",
+    "64",
+    "--memory",
+    "512m",
+    "--user",
+    "10001",
 ]
 
 
@@ -177,8 +194,9 @@ def sandbox_image() -> str:
 
 def _run_hardened(tag: str, code: str) -> subprocess.CompletedProcess:
     docker = shutil.which("docker")
-    return subprocess.run([docker, "run", *HARDENED, tag, "python3", "-I", "-c", code],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [docker, "run", *HARDENED, tag, "python3", "-I", "-c", code], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.docker
@@ -215,8 +233,12 @@ def test_image_is_isolated_hardened(sandbox_image):
 @pytest.mark.docker
 def test_image_is_labelled_and_runs_the_worker(sandbox_image):
     fmt = '{{index .Config.Labels "potrun.sandbox"}} {{.Config.User}} {{json .Config.Cmd}}'
-    proc = subprocess.run([shutil.which("docker"), "image", "inspect", "--format", fmt, sandbox_image],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [shutil.which("docker"), "image", "inspect", "--format", fmt, sandbox_image],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     label, user, cmd = proc.stdout.strip().split(" ", 2)
     assert (label, user) == ("1", "10001")
     assert cmd == '["python3","-s","-P","-m","potrun.sandbox.worker"]'

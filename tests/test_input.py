@@ -38,14 +38,15 @@ def check(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], list[dict[st
 
 
 def potrun(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "potrun.cli", *args], input=stdin, capture_output=True,
-                          timeout=timeout, cwd=REPO)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "potrun.cli", *args], input=stdin, capture_output=True, timeout=timeout, cwd=REPO
+    )
 
 
 # -- bad lines, whatever their bytes ---------------------------------------------------------------------
 
 BAD_LINES = [
-    (b"\xff\xfe{\"code\": \"ans = 1\"}", "invalid UTF-8"),
+    (b'\xff\xfe{"code": "ans = 1"}', "invalid UTF-8"),
     (b'{"code": "ans = 1"\x00}', "invalid JSON"),
     (b'{"code": "' + b"x" * 300_000 + b'"}', "longer than"),
     (b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "nested deeper"),
@@ -56,7 +57,9 @@ BAD_LINES = [
 ]
 
 
-@pytest.mark.parametrize(("line", "reason"), BAD_LINES, ids=[f"{n}-{reason}" for n, (_, reason) in enumerate(BAD_LINES)])
+@pytest.mark.parametrize(
+    ("line", "reason"), BAD_LINES, ids=[f"{n}-{reason}" for n, (_, reason) in enumerate(BAD_LINES)]
+)
 def test_a_bad_line_is_a_bad_record_and_the_rest_is_read(tmp_path: Path, line: bytes, reason: str) -> None:
     path = tmp_path / "preds.jsonl"
     path.write_bytes(jsonl([GOOD[0], line, GOOD[1]]))
@@ -93,8 +96,13 @@ def test_a_non_utf8_line_does_not_end_the_run(tmp_path: Path) -> None:
 
 def test_a_broken_array_scores_what_came_before_and_reports_the_break(tmp_path: Path) -> None:
     path = tmp_path / "preds.json"
-    path.write_text("[\n" + ",\n".join(json.dumps(r) for r in GOOD[:3]) + ',\n{"id": "r3", "code": oops},\n'
-                    + json.dumps(GOOD[3]) + "\n]\n")  # fmt: skip
+    path.write_text(
+        "[\n"
+        + ",\n".join(json.dumps(r) for r in GOOD[:3])
+        + ',\n{"id": "r3", "code": oops},\n'
+        + json.dumps(GOOD[3])
+        + "\n]\n"
+    )
     code, summary, results = check(tmp_path, str(path))
     assert code == 0
     assert [r["status"] for r in results] == ["ok", "ok", "ok", "bad_record"]
@@ -212,8 +220,14 @@ def test_parquet_rows_are_counted_and_its_values_are_plain_data(tmp_path: Path) 
     import datetime
     import decimal
 
-    table = pa.table({"code": ["ans = 1", "ans = 2"], "answer": [decimal.Decimal("1.0"), decimal.Decimal("3.0")],
-                      "when": [datetime.date(2024, 1, 1), None], "blob": [b"\xff\x00", b"ok"]})  # fmt: skip
+    table = pa.table(
+        {
+            "code": ["ans = 1", "ans = 2"],
+            "answer": [decimal.Decimal("1.0"), decimal.Decimal("3.0")],
+            "when": [datetime.date(2024, 1, 1), None],
+            "blob": [b"\xff\x00", b"ok"],
+        }
+    )
     path = tmp_path / "preds.parquet"
     pq.write_table(table, path)
     assert count_records(path) == 2
@@ -239,8 +253,10 @@ def test_a_missing_extra_is_named(tmp_path: Path) -> None:
     parquet = tmp_path / "preds.parquet"
     parquet.write_bytes(b"PAR1" + b"\x00" * 16)
     for target, extra, module in ((zst, "zstd", "zstandard"), (parquet, "parquet", "pyarrow")):
-        script = (f"import sys; sys.modules[{module!r}] = None; from potrun.cli import main; "
-                  f"sys.exit(main(['check', {str(target)!r}, '--quiet']))")  # fmt: skip
+        script = (
+            f"import sys; sys.modules[{module!r}] = None; from potrun.cli import main; "
+            f"sys.exit(main(['check', {str(target)!r}, '--quiet']))"
+        )
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
         assert done.returncode == 2, done.stderr
         assert f"pip install 'potrun[{extra}]'" in done.stderr.decode() and b"Traceback" not in done.stderr
@@ -266,8 +282,18 @@ def test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines(tmp_path: Path) -> 
 
 
 def test_a_gzip_stream_on_stdin_and_dev_stdout(tmp_path: Path) -> None:
-    done = potrun("check", "/dev/stdin", "--out", "/dev/stdout", "--summary-json", str(tmp_path / "s.json"),
-                  "--quiet", "--workers", "1", stdin=gzip.compress(EXAMPLE.read_bytes()))  # fmt: skip
+    done = potrun(
+        "check",
+        "/dev/stdin",
+        "--out",
+        "/dev/stdout",
+        "--summary-json",
+        str(tmp_path / "s.json"),
+        "--quiet",
+        "--workers",
+        "1",
+        stdin=gzip.compress(EXAMPLE.read_bytes()),
+    )
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 11
     assert json.loads((tmp_path / "s.json").read_text())["total"] == 11
@@ -284,8 +310,11 @@ def test_a_fifo_is_scored_as_it_comes(tmp_path: Path) -> None:
     preds, out = tmp_path / "preds.fifo", tmp_path / "out.fifo"
     os.mkfifo(preds)
     os.mkfifo(out)
-    process = subprocess.Popen([sys.executable, "-m", "potrun.cli", "check", str(preds), "--out", str(out),
-                                "--quiet", "--workers", "1"], cwd=REPO, stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "potrun.cli", "check", str(preds), "--out", str(out), "--quiet", "--workers", "1"],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+    )
     records = [{"id": f"s{i}", "code": f"ans = {i}", "answer": i} for i in range(400)]
     seen: list[dict[str, Any]] = []
     before_the_end = threading.Event()
@@ -355,7 +384,9 @@ def test_validate_checks_its_outputs_first(tmp_path: Path, capsys: pytest.Captur
 # -- missing golds, nothing scored --------------------------------------------------------------------------
 
 
-def test_a_record_without_a_gold_in_the_gold_file_is_no_gold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_record_without_a_gold_in_the_gold_file_is_no_gold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     preds = tmp_path / "preds.jsonl"
     preds.write_bytes(jsonl([{"id": r["id"], "code": r["code"]} for r in GOOD]))
     golds = tmp_path / "golds.jsonl"
@@ -378,8 +409,9 @@ def test_ids_that_match_no_gold_fail_loudly(tmp_path: Path, capsys: pytest.Captu
     assert "no record was scored" in err and "the first record's id is 0; the gold file's first id is \"0\"" in err
 
 
-def test_a_run_where_every_record_is_skipped_says_which_fields_exist(tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_run_where_every_record_is_skipped_says_which_fields_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, summary, results = check(tmp_path, str(EXAMPLES / "lm_eval_samples_gsm8k_cot.jsonl"), "--mode", "cot")
     err = capsys.readouterr().err
     assert code == 1 and summary["skipped"] == 4 and len(results) == 4
@@ -399,8 +431,14 @@ def test_an_empty_input_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_field_paths() -> None:
-    record = {"resps": [["first", "second"]], "doc": {"answer": 4}, "doc.answer": 5, "a.b": {"c": 6},
-              "response": {"body": {"choices": [{"message": {"content": "text"}}]}}, "none": None}  # fmt: skip
+    record = {
+        "resps": [["first", "second"]],
+        "doc": {"answer": 4},
+        "doc.answer": 5,
+        "a.b": {"c": 6},
+        "response": {"body": {"choices": [{"message": {"content": "text"}}]}},
+        "none": None,
+    }
     assert field_value(record, "resps.0.0") == "first" and field_value(record, "resps.0.-1") == "second"
     assert field_value(record, "doc.answer") == 5  # the literal key first
     assert field_value({"doc": {"answer": 4}}, "doc.answer") == 4
@@ -415,24 +453,54 @@ def test_field_paths() -> None:
 
 def test_lm_eval_log_samples_score_with_flags_alone(tmp_path: Path) -> None:
     path = EXAMPLES / "lm_eval_samples_gsm8k_cot.jsonl"
-    code, summary, results = check(tmp_path, str(path), "--mode", "cot", "--code-field", "resps.0.0",
-                                   "--gold-field", "target", "--id-field", "doc_id")  # fmt: skip
+    code, summary, results = check(
+        tmp_path,
+        str(path),
+        "--mode",
+        "cot",
+        "--code-field",
+        "resps.0.0",
+        "--gold-field",
+        "target",
+        "--id-field",
+        "doc_id",
+    )
     assert code == 0 and [r["id"] for r in results] == [0, 1, 2, 3]
     assert [r["correct"] for r in results] == [True, True, False, True]
-    code, summary, _ = check(tmp_path, str(path), "--mode", "cot", "--code-field", "filtered_resps.0",
-                             "--gold-field", "target", "--id-field", "doc_id")  # fmt: skip
+    code, summary, _ = check(
+        tmp_path,
+        str(path),
+        "--mode",
+        "cot",
+        "--code-field",
+        "filtered_resps.0",
+        "--gold-field",
+        "target",
+        "--id-field",
+        "doc_id",
+    )
     assert summary["correct"] == 2  # the harness's strict-match filter found no answer in record 3
 
 
 def test_openai_batch_output_scores_with_flags_alone(tmp_path: Path) -> None:
-    code, summary, results = check(tmp_path, str(EXAMPLES / "openai_batch_output.jsonl"),
-                                   "--code-field", "response.body.choices.0.message.content",
-                                   "--id-field", "custom_id", "--gold", str(EXAMPLES / "openai_batch_golds.jsonl"))  # fmt: skip
+    code, summary, results = check(
+        tmp_path,
+        str(EXAMPLES / "openai_batch_output.jsonl"),
+        "--code-field",
+        "response.body.choices.0.message.content",
+        "--id-field",
+        "custom_id",
+        "--gold",
+        str(EXAMPLES / "openai_batch_golds.jsonl"),
+    )
     assert code == 0
     assert [(r["id"], r["status"], r["correct"]) for r in results] == [
-        ("request-1", "ok", True), ("request-2", "ok", True), ("request-3", "ok", False),
-        ("request-4", "skipped", None), ("request-5", "no_gold", None),
-    ]  # fmt: skip
+        ("request-1", "ok", True),
+        ("request-2", "ok", True),
+        ("request-3", "ok", False),
+        ("request-4", "skipped", None),
+        ("request-5", "no_gold", None),
+    ]
     assert (summary["scored"], summary["skipped"], summary["no_gold"], summary["accuracy"]) == (3, 1, 1, 0.666667)
 
 

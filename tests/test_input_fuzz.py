@@ -33,11 +33,28 @@ EXIT_CODES = {0, 1}
 MAGICS = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1")
 SMALL_BOUND = 4096  # the library runs use this line bound, so huge lines stay small files
 PROGRAMS = [
-    "ans = 1", "def solution():\n    return 6 * 7", "x = 1 / 0", "import os\nans = os.getpid()", "def (",
-    "print(3)", "ans = [1, 2.5, 'x']", "```python\nans = 2 + 2\n```", "The answer is 12.", "ans = None",
-    "ans = float('nan')", "ans = 10 ** 400", "ans = {'a': 1}", "raise SystemExit(3)", "ans = 'é\u2028ü'",
-    "ans = 1\x00", "```python\ndef solution(:\n", "", "   ", "#### 72", "\\boxed{5}",
-]  # fmt: skip
+    "ans = 1",
+    "def solution():\n    return 6 * 7",
+    "x = 1 / 0",
+    "import os\nans = os.getpid()",
+    "def (",
+    "print(3)",
+    "ans = [1, 2.5, 'x']",
+    "```python\nans = 2 + 2\n```",
+    "The answer is 12.",
+    "ans = None",
+    "ans = float('nan')",
+    "ans = 10 ** 400",
+    "ans = {'a': 1}",
+    "raise SystemExit(3)",
+    "ans = 'é\u2028ü'",
+    "ans = 1\x00",
+    "```python\ndef solution(:\n",
+    "",
+    "   ",
+    "#### 72",
+    "\\boxed{5}",
+]
 
 
 def random_value(rng: random.Random, depth: int = 0) -> Any:
@@ -71,7 +88,9 @@ def random_record(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.8:
         record["answer"] = rng.choice([1, 42, "42", 4, "#### 72", 12]) if rng.random() < 0.5 else random_value(rng)
     if rng.random() < 0.7:
-        record["id"] = rng.choice([rng.randrange(50), f"q{rng.randrange(50)}"]) if rng.random() < 0.6 else random_value(rng)
+        record["id"] = (
+            rng.choice([rng.randrange(50), f"q{rng.randrange(50)}"]) if rng.random() < 0.6 else random_value(rng)
+        )
     if rng.random() < 0.15:
         record["checklist"] = random_value(rng) if rng.random() < 0.5 else [1, {"value": 2}]
     if rng.random() < 0.1:
@@ -135,10 +154,29 @@ def assert_accounted(results: list[dict[str, Any]], lines: int | None, *, broken
 def run_cli(tmp_path: Path, preds: str, *args: str, stdin: bytes | None = None) -> list[dict[str, Any]]:
     out = tmp_path / "out.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "potrun.cli", "check", preds, "--out", str(out), "--summary-json",
-         str(tmp_path / "summary.json"), "--policy", "restricted", "--workers", "1", "--timeout", "2", *args],
-        input=stdin, capture_output=True, timeout=300, cwd=REPO,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "potrun.cli",
+            "check",
+            preds,
+            "--out",
+            str(out),
+            "--summary-json",
+            str(tmp_path / "summary.json"),
+            "--policy",
+            "restricted",
+            "--workers",
+            "1",
+            "--timeout",
+            "2",
+            *args,
+        ],
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")[-3000:]
     assert done.returncode in EXIT_CODES, (done.returncode, done.stderr.decode(errors="replace")[-2000:])
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -160,8 +198,9 @@ def test_cli_jsonl(tmp_path: Path, seed: int) -> None:
     path = tmp_path / "preds.jsonl"
     path.write_bytes(data)
     mode = ["pot", "cot", "auto", "pot"][seed]
-    results = run_cli(tmp_path, str(path), "--max-record-mb", "1", "--mode", mode, "--k", "1,2",
-                      "--compare", "default,pot,docmath")  # fmt: skip
+    results = run_cli(
+        tmp_path, str(path), "--max-record-mb", "1", "--mode", mode, "--k", "1,2", "--compare", "default,pot,docmath"
+    )
     assert_accounted(results, line_count(data))
 
 
@@ -209,14 +248,16 @@ def test_cli_parquet(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     rng = random.Random(400)
     rows = 57
-    table = pa.table({
-        "id": [rng.choice([None, f"p{i}"]) for i in range(rows)],
-        "code": [rng.choice(PROGRAMS + [None]) for _ in range(rows)],
-        "answer": [rng.choice(["1", "42", None, "x"]) for _ in range(rows)],
-        "tags": [[rng.randrange(9) for _ in range(rng.randrange(3))] for _ in range(rows)],
-        "meta": [{"k": rng.randrange(5), "s": rng.choice(["a", None])} for _ in range(rows)],
-        "blob": [bytes(rng.randrange(256) for _ in range(4)) for _ in range(rows)],
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "id": [rng.choice([None, f"p{i}"]) for i in range(rows)],
+            "code": [rng.choice(PROGRAMS + [None]) for _ in range(rows)],
+            "answer": [rng.choice(["1", "42", None, "x"]) for _ in range(rows)],
+            "tags": [[rng.randrange(9) for _ in range(rng.randrange(3))] for _ in range(rows)],
+            "meta": [{"k": rng.randrange(5), "s": rng.choice(["a", None])} for _ in range(rows)],
+            "blob": [bytes(rng.randrange(256) for _ in range(4)) for _ in range(rows)],
+        }
+    )
     path = tmp_path / "preds.parquet"
     pq.write_table(table, path, row_group_size=10)
     assert_accounted(run_cli(tmp_path, str(path)), rows)
@@ -228,8 +269,13 @@ def test_cli_gold_file_with_random_ids(tmp_path: Path) -> None:
     preds = tmp_path / "preds.jsonl"
     preds.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
     golds = tmp_path / "golds.jsonl"
-    golds.write_text("".join(json.dumps({"id": r["id"], "answer": rng.choice([1, 42, "x"])}) + "\n"
-                             for r in records[::2] if r.get("id") is not None))  # fmt: skip
+    golds.write_text(
+        "".join(
+            json.dumps({"id": r["id"], "answer": rng.choice([1, 42, "x"])}) + "\n"
+            for r in records[::2]
+            if r.get("id") is not None
+        )
+    )
     assert_accounted(run_cli(tmp_path, str(preds), "--gold", str(golds)), len(records))
 
 

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from conftest import describe
+
 from potrun import Limits, Sandbox, Status
 from potrun.cli import main
 from potrun.sandbox.cputimer import CpuTimer, default_signals
@@ -148,7 +148,7 @@ def test_a_wall_net_below_the_cpu_limit_binds_first(policy: str, isolation: str)
 DODGES = {
     "ignores-sigprof": "import signal\nsignal.signal(signal.SIGPROF, signal.SIG_IGN)\n" + BUSY,
     "ignores-sigprof-and-sigxcpu": "import signal\nsignal.signal(signal.SIGPROF, signal.SIG_IGN)\n"
-                                   "signal.signal(signal.SIGXCPU, signal.SIG_IGN)\n" + BUSY,
+    "signal.signal(signal.SIGXCPU, signal.SIG_IGN)\n" + BUSY,
     "handles-sigprof": "import signal\nsignal.signal(signal.SIGPROF, lambda *a: None)\n" + BUSY,
     "cancels-itimer": "import signal\nsignal.setitimer(signal.ITIMER_PROF, 0)\n" + BUSY,
     # Deletes every POSIX timer of the process (the CPU timer among them), through the raw system call;
@@ -159,7 +159,7 @@ DODGES = {
         "signal.setitimer(signal.ITIMER_PROF, 0)\n"
         "if deleted == 0:\n    raise RuntimeError('no timer to delete')\n" + BUSY
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("source", DODGES.values(), ids=DODGES.keys())
@@ -199,8 +199,9 @@ def cpu_hog() -> Iterator[int]:
 
 
 @pytest.mark.parametrize(("policy", "isolation"), TIERS, ids=[f"{p}-{i}" for p, i in TIERS])
-def test_a_program_within_its_cpu_limit_finishes_under_a_cpu_hog(policy: str, isolation: str,
-                                                                  request: pytest.FixtureRequest) -> None:  # fmt: skip
+def test_a_program_within_its_cpu_limit_finishes_under_a_cpu_hog(
+    policy: str, isolation: str, request: pytest.FixtureRequest
+) -> None:
     limit = 1.0
     with Sandbox(policy=policy, isolation=isolation, workers=1, timeout=limit, wall_timeout=120) as box:
         # Sized before the hog starts by CPU time, which waiting for a core does not change: ~0.4 of the
@@ -244,8 +245,23 @@ def test_cli_takes_wall_timeout_and_refuses_the_old_cpu_timeout(tmp_path: Any) -
     corpus = tmp_path / "in.jsonl"
     corpus.write_text('{"id": 1, "code": "import time\\ntime.sleep(30)\\nans = 1", "answer": 1}\n')
     out = tmp_path / "out.jsonl"
-    main(["check", str(corpus), "--policy", "trusted", "--workers", "1", "--timeout", "0.5",
-          "--wall-timeout", "1", "--quiet", "--out", str(out)])  # fmt: skip
+    main(
+        [
+            "check",
+            str(corpus),
+            "--policy",
+            "trusted",
+            "--workers",
+            "1",
+            "--timeout",
+            "0.5",
+            "--wall-timeout",
+            "1",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
     record = json.loads(out.read_text())
     assert (record["status"], record["timeout_kind"]) == ("timeout", "wall"), record
     with pytest.raises(SystemExit) as exit_info:

@@ -121,9 +121,32 @@ PARSE_TABLE: list[tuple[str, tuple[int | float, str | None, str | None, bool]]] 
 ]
 
 NOT_NUMBERS = [
-    "", "   ", "-", "abc", "AZYUK2A", "x^y - 2e(x)", "3 and 4", "3,5,7", "1,234,56", "1,234,5",
-    "5-6", "2x", "2\\pi", "\\sqrt{2}", "3.02xmath.pow(10, 16) V", "1e999", "1/0", "(1,2)", "(0,1)",
-    "x = 5", "5 + 3", "2^10", "e5", "$", "()", "1" * 5000,
+    "",
+    "   ",
+    "-",
+    "abc",
+    "AZYUK2A",
+    "x^y - 2e(x)",
+    "3 and 4",
+    "3,5,7",
+    "1,234,56",
+    "1,234,5",
+    "5-6",
+    "2x",
+    "2\\pi",
+    "\\sqrt{2}",
+    "3.02xmath.pow(10, 16) V",
+    "1e999",
+    "1/0",
+    "(1,2)",
+    "(0,1)",
+    "x = 5",
+    "5 + 3",
+    "2^10",
+    "e5",
+    "$",
+    "()",
+    "1" * 5000,
 ]
 
 
@@ -168,8 +191,12 @@ def test_scale_factor_matches_scale() -> None:
     for text in ("5 thousand", "5 million", "5 billion", "5 trillion", "5 lakh", "5 crore"):
         parsed = parse_number(text)
         assert parsed is not None
-        assert parsed.scale_factor == {"thousand": 1e3, "million": 1e6, "billion": 1e9,
-                                       "trillion": 1e12, "lakh": 1e5, "crore": 1e7}[parsed.scale]
+        assert (
+            parsed.scale_factor
+            == {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "lakh": 1e5, "crore": 1e7}[
+                parsed.scale
+            ]
+        )
     assert parse_number("5").scale_factor == 1.0  # type: ignore[union-attr]
 
 
@@ -227,8 +254,16 @@ def test_last_number_scale_word() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["(" * 1_000_000, "1," * 500_000, "1 " * 500_000, "\\frac{1}{" * 110_000, "$" * 1_000_000,
-     "9" * 1_000_000, "1e" * 500_000, "(1,234" * 160_000],
+    [
+        "(" * 1_000_000,
+        "1," * 500_000,
+        "1 " * 500_000,
+        "\\frac{1}{" * 110_000,
+        "$" * 1_000_000,
+        "9" * 1_000_000,
+        "1e" * 500_000,
+        "(1,234" * 160_000,
+    ],
 )
 def test_linear_on_1mb(text: str) -> None:
     start = time.perf_counter()

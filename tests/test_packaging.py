@@ -24,10 +24,28 @@ def test_the_dockerfile_has_one_home() -> None:
 
 def test_the_wheel_contains_the_dockerfile_and_main(tmp_path: Path) -> None:
     source = tmp_path / "src"  # a copy: building in the repository would leave build/ behind
-    shutil.copytree(REPO, source, symlinks=True,
-                    ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", "cache"))  # fmt: skip
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path / "dist"), str(source)], check=True, cwd=tmp_path)  # fmt: skip
+    shutil.copytree(
+        REPO,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", "cache"),
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     (wheel,) = (tmp_path / "dist").glob("potrun-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())

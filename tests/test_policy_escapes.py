@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from potrun import Sandbox
 from potrun.policies import get_policy
 from potrun.policies.members import MEMBERS
 from potrun.policies.restricted import (
@@ -33,8 +35,6 @@ from potrun.policies.restricted import (
     PolicyViolation,
     compile_restricted_program,
 )
-
-from potrun import Sandbox
 
 ESCAPED = "ESCAPED"
 PV = ("policy_violation",)
@@ -58,34 +58,60 @@ OS_TOUCH = "os.system('touch MARKER')"
 
 CASES = [
     # ---- 1. library functions that work on attribute names given as strings -------------------------
-    _c("update-wrapper-globals", "import functools\ndef f(): pass\n"
-       "g = functools.update_wrapper(f, functools.reduce, assigned=(), updated=('__globals__',))\n"
-       "ans = 'ESCAPED'"),
+    _c(
+        "update-wrapper-globals",
+        "import functools\ndef f(): pass\n"
+        "g = functools.update_wrapper(f, functools.reduce, assigned=(), updated=('__globals__',))\n"
+        "ans = 'ESCAPED'",
+    ),
     _c("from-functools-import-update-wrapper", "from functools import update_wrapper\nans = 'ESCAPED'"),
-    _c("functools-wraps", "import functools\n@functools.wraps(functools.reduce, updated=('__globals__',))\n"
-       "def f(): pass\nans = 'ESCAPED'"),
-    _c("functools-singledispatch-eval", "import functools\n@functools.singledispatch\ndef f(x): pass\n"
-       "ans = 'ESCAPED'"),
+    _c(
+        "functools-wraps",
+        "import functools\n@functools.wraps(functools.reduce, updated=('__globals__',))\n"
+        "def f(): pass\nans = 'ESCAPED'",
+    ),
+    _c("functools-singledispatch-eval", "import functools\n@functools.singledispatch\ndef f(x): pass\nans = 'ESCAPED'"),
     _c("attrgetter-dunder", "import operator\nans = operator.attrgetter('__class__')(1)\nans = 'ESCAPED'"),
-    _c("attrgetter-dotted", "import operator\nans = operator.attrgetter('real.__class__.__base__')(1)\nans = 'ESCAPED'"),
-    _c("attrgetter-module-member", "import operator, statistics\n"
-       "os = operator.attrgetter('sys.modules')(statistics)['os']\n" + OS_TOUCH + "\nans = 'ESCAPED'"),
-    _c("from-operator-import-attrgetter", "from operator import attrgetter\nans = attrgetter('__class__')(1)\nans = 'ESCAPED'"),
+    _c(
+        "attrgetter-dotted", "import operator\nans = operator.attrgetter('real.__class__.__base__')(1)\nans = 'ESCAPED'"
+    ),
+    _c(
+        "attrgetter-module-member",
+        "import operator, statistics\n"
+        "os = operator.attrgetter('sys.modules')(statistics)['os']\n" + OS_TOUCH + "\nans = 'ESCAPED'",
+    ),
+    _c(
+        "from-operator-import-attrgetter",
+        "from operator import attrgetter\nans = attrgetter('__class__')(1)\nans = 'ESCAPED'",
+    ),
     _c("methodcaller-reduce", "import operator\nans = operator.methodcaller('__reduce_ex__', 2)(1)\nans = 'ESCAPED'"),
-    _c("methodcaller-format", "import operator\n"
-       "ans = operator.methodcaller('format', 1)('{0.__class__.__mro__}')\nans = 'ESCAPED'"),
+    _c(
+        "methodcaller-format",
+        "import operator\nans = operator.methodcaller('format', 1)('{0.__class__.__mro__}')\nans = 'ESCAPED'",
+    ),
     _c("getattr-computed-dunder", "ans = getattr(1, '_' + '_class__')\nans = 'ESCAPED'"),
-    _c("getattr-str-subclass-name", "class S(str):\n    def startswith(self, p):\n        return False\n"
-       "ans = getattr(1, S('__class__'))\nans = 'ESCAPED'"),
+    _c(
+        "getattr-str-subclass-name",
+        "class S(str):\n    def startswith(self, p):\n        return False\n"
+        "ans = getattr(1, S('__class__'))\nans = 'ESCAPED'",
+    ),
     _c("hasattr-module-internals", "import statistics\nans = hasattr(statistics, 'sys')\nans = 'ESCAPED'"),
-    _c("reduce-getattr", "import functools\nans = functools.reduce(getattr, ['__class__', '__base__'], 1)\nans = 'ESCAPED'"),
+    _c(
+        "reduce-getattr",
+        "import functools\nans = functools.reduce(getattr, ['__class__', '__base__'], 1)\nans = 'ESCAPED'",
+    ),
     _c("map-getattr", "ans = list(map(getattr, [1], ['__class__']))\nans = 'ESCAPED'"),
     _c("partial-getattr", "import functools\nans = functools.partial(getattr, 1)('__class__')\nans = 'ESCAPED'"),
-    _c("sorted-key-attrgetter", "import operator\nans = sorted([1, 2], key=operator.attrgetter('__class__'))\nans = 'ESCAPED'"),
+    _c(
+        "sorted-key-attrgetter",
+        "import operator\nans = sorted([1, 2], key=operator.attrgetter('__class__'))\nans = 'ESCAPED'",
+    ),
     _c("copy-dispatch-table", "import copy\ncopy.dispatch_table[int] = print\nans = 'ESCAPED'"),
     _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error",)),
-    _c("deepcopy-memo-keeps-originals", "import copy, string\nmemo = {}\n"
-       "copy.deepcopy(string.Template('$x'), memo)\nans = 'ESCAPED'"),
+    _c(
+        "deepcopy-memo-keeps-originals",
+        "import copy, string\nmemo = {}\ncopy.deepcopy(string.Template('$x'), memo)\nans = 'ESCAPED'",
+    ),
     _c("decimal-default-context", "import decimal\ndecimal.DefaultContext.prec = 3\nans = 'ESCAPED'"),
     _c("builtins-setattr-name", "setattr(1, 'x', 2)\nans = 'ESCAPED'", ("error",)),
     _c("import-builtins", "import builtins\nbuiltins.setattr\nans = 'ESCAPED'"),
@@ -99,7 +125,9 @@ CASES = [
     _c("print-self-builtins-module", "ans = getattr(print, '__self__')\nans = 'ESCAPED'"),
     _c("library-function-globals", "import statistics\ng = getattr(statistics.mean, '__globals__')\nans = 'ESCAPED'"),
     _c("library-function-globals-attr", "import statistics\ng = statistics.mean.__globals__\nans = 'ESCAPED'"),
-    _c("module-reexport-sys", "import statistics\nos = statistics.sys.modules['os']\n" + OS_TOUCH + "\nans = 'ESCAPED'"),
+    _c(
+        "module-reexport-sys", "import statistics\nos = statistics.sys.modules['os']\n" + OS_TOUCH + "\nans = 'ESCAPED'"
+    ),
     _c("module-reexport-by-getattr", "import fractions\nans = getattr(fractions, 'sys')\nans = 'ESCAPED'"),
     _c("calendar-sys", "import calendar\nans = calendar.sys\nans = 'ESCAPED'"),
     _c("random-private-instance", "import random\nans = getattr(random, '_inst')\nans = 'ESCAPED'"),
@@ -121,10 +149,15 @@ CASES = [
     _c("numpy-scalartype-memoryview", "import numpy as np\nmv = np.ScalarType[-1]\nans = 'ESCAPED'"),
     _c("numpy-sctypedict", "import numpy as np\nd = np.sctypeDict\nans = 'ESCAPED'"),
     _c("calendar-mdays-write", "import calendar\ncalendar.mdays[2] = 30\nans = 'ESCAPED'"),
-    _c("operator-getitem-module-list", "import operator, statistics\n"
-       "ans = operator.getitem([statistics.sys], 0)\nans = 'ESCAPED'"),
-    _c("itemgetter-on-module-attrs", "import operator, math\nans = operator.itemgetter('pi')(math)\nans = 'ESCAPED'",
-       ("error",)),
+    _c(
+        "operator-getitem-module-list",
+        "import operator, statistics\nans = operator.getitem([statistics.sys], 0)\nans = 'ESCAPED'",
+    ),
+    _c(
+        "itemgetter-on-module-attrs",
+        "import operator, math\nans = operator.itemgetter('pi')(math)\nans = 'ESCAPED'",
+        ("error",),
+    ),
     _c("sympy-singleton-registry", "import sympy\nans = sympy.S\nans = 'ESCAPED'"),
     # ---- 2. type(), metaclasses, classes ---------------------------------------------------------------
     _c("type-of-class-is-metaclass", "ans = type(int)\nans = 'ESCAPED'"),
@@ -137,24 +170,41 @@ CASES = [
     _c("class-from-guarded-type", "class M(type):\n    pass\nans = 'ESCAPED'", ("error",)),
     _c("numbers-abcmeta", "import numbers\nM = numbers.ABCMeta\nans = 'ESCAPED'"),
     _c("sympy-function-metaclass", "import sympy\nM = type(sympy.Function('f'))\nans = 'ESCAPED'"),
-    _c("sympy-function-dunder-keyword", "import sympy\n"
-       "f = sympy.Function('f', __array_interface__={'data': (0, False)})\nans = 'ESCAPED'"),
-    _c("sympy-function-dunder-kwargs", "import sympy\n"
-       "f = sympy.Function('f', **{'__getattribute__': lambda *a: 1})\nans = 'ESCAPED'"),
+    _c(
+        "sympy-function-dunder-keyword",
+        "import sympy\nf = sympy.Function('f', __array_interface__={'data': (0, False)})\nans = 'ESCAPED'",
+    ),
+    _c(
+        "sympy-function-dunder-kwargs",
+        "import sympy\nf = sympy.Function('f', **{'__getattribute__': lambda *a: 1})\nans = 'ESCAPED'",
+    ),
     _c("dunder-in-class-body", "class A:\n    __array_interface__ = {'data': (0, False)}\nans = 'ESCAPED'"),
-    _c("namedtuple-dunder-field", "import collections\nP = collections.namedtuple('P', ['__array_interface__'])\n"
-       "ans = 'ESCAPED'", ("error",)),
+    _c(
+        "namedtuple-dunder-field",
+        "import collections\nP = collections.namedtuple('P', ['__array_interface__'])\nans = 'ESCAPED'",
+        ("error",),
+    ),
     _c("object-subclasses", "ans = getattr(object, '__subclasses__')()\nans = 'ESCAPED'"),
     _c("dunder-class-chain", "ans = ().__class__.__bases__[0].__subclasses__()\nans = 'ESCAPED'"),
     # numpy memory
     _c("numpy-array-interface", "import numpy as np\na = np.zeros(2)\nans = a.__array_interface__\nans = 'ESCAPED'"),
-    _c("numpy-array-interface-getattr", "import numpy as np\nans = getattr(np.zeros(2), '__array_interface__')\nans = 'ESCAPED'"),
-    _c("numpy-ndarray-constructor", "import numpy as np\n"
-       "a = np.ndarray((4,), dtype=np.uint8, buffer=b'abcd', offset=0)\nans = 'ESCAPED'"),
+    _c(
+        "numpy-array-interface-getattr",
+        "import numpy as np\nans = getattr(np.zeros(2), '__array_interface__')\nans = 'ESCAPED'",
+    ),
+    _c(
+        "numpy-ndarray-constructor",
+        "import numpy as np\na = np.ndarray((4,), dtype=np.uint8, buffer=b'abcd', offset=0)\nans = 'ESCAPED'",
+    ),
     _c("numpy-ndarray-constructor-from-import", "from numpy import ndarray\na = ndarray((4,))\nans = 'ESCAPED'"),
-    _c("numpy-ndarray-by-type", "import numpy as np\nT = type(np.zeros(1))\na = T((4,), buffer=b'abcd')\nans = 'ESCAPED'"),
-    _c("numpy-ndarray-subclass", "import numpy as np\nclass A(np.ndarray):\n    pass\n"
-       "a = A((4,), buffer=b'abcd')\nans = 'ESCAPED'"),
+    _c(
+        "numpy-ndarray-by-type",
+        "import numpy as np\nT = type(np.zeros(1))\na = T((4,), buffer=b'abcd')\nans = 'ESCAPED'",
+    ),
+    _c(
+        "numpy-ndarray-subclass",
+        "import numpy as np\nclass A(np.ndarray):\n    pass\na = A((4,), buffer=b'abcd')\nans = 'ESCAPED'",
+    ),
     _c("numpy-ndarray-metaclass", "import numpy as np\nM = type(np.ndarray)\nans = 'ESCAPED'"),
     _c("numpy-stride-tricks", "import numpy as np\nf = np.lib.stride_tricks.as_strided\nans = 'ESCAPED'"),
     _c("numpy-stride-tricks-import", "from numpy.lib.stride_tricks import as_strided\nans = 'ESCAPED'"),
@@ -168,10 +218,16 @@ CASES = [
     _c("numpy-tofile", "import numpy as np\nnp.zeros(1).tofile('MARKER')\nans = 'ESCAPED'"),
     _c("numpy-memmap", "import numpy as np\nm = np.memmap('MARKER', mode='w+', shape=(1,))\nans = 'ESCAPED'"),
     _c("numpy-seterrcall", "import numpy as np\nnp.seterrcall(print)\nans = 'ESCAPED'"),
-    _c("numpy-strides-out-of-bounds", "import numpy as np\na = np.zeros(2)\na.strides = (1 << 40,)\nans = 'ESCAPED'",
-       ("error",)),
-    _c("numpy-setfield-out-of-bounds", "import numpy as np\na = np.zeros(2)\n"
-       "a.setfield(1, np.int64, 1 << 20)\nans = 'ESCAPED'", ("error",)),
+    _c(
+        "numpy-strides-out-of-bounds",
+        "import numpy as np\na = np.zeros(2)\na.strides = (1 << 40,)\nans = 'ESCAPED'",
+        ("error",),
+    ),
+    _c(
+        "numpy-setfield-out-of-bounds",
+        "import numpy as np\na = np.zeros(2)\na.setfield(1, np.int64, 1 << 20)\nans = 'ESCAPED'",
+        ("error",),
+    ),
     # ---- 3. str.format --------------------------------------------------------------------------------
     _c("format-attribute-field", "ans = '{0.__class__.__mro__}'.format(1)\nans = 'ESCAPED'"),
     _c("format-index-field", "ans = '{0[0]}'.format([1])\nans = 'ESCAPED'"),
@@ -182,10 +238,11 @@ CASES = [
     _c("format-map", "ans = '{x.__class__}'.format_map({'x': 1})\nans = 'ESCAPED'"),
     _c("format-map-getattr", "ans = getattr('{x.real}', 'format_map')({'x': 1})\nans = 'ESCAPED'"),
     _c("format-str-subclass", "class S(str):\n    pass\nans = S('{0.__class__}').format(1)\nans = 'ESCAPED'"),
-    _c("format-super-proxy", "class S(str):\n    pass\n"
-       "ans = super(S, S('{0.__class__}')).format(1)\nans = 'ESCAPED'"),
+    _c("format-super-proxy", "class S(str):\n    pass\nans = super(S, S('{0.__class__}')).format(1)\nans = 'ESCAPED'"),
     _c("format-map-over-class", "ans = list(map(str.format, ['{0.__class__}'], [1]))\nans = 'ESCAPED'"),
-    _c("format-string-formatter", "import string\nans = string.Formatter().format('{0.__class__}', 1)\nans = 'ESCAPED'"),
+    _c(
+        "format-string-formatter", "import string\nans = string.Formatter().format('{0.__class__}', 1)\nans = 'ESCAPED'"
+    ),
     _c("format-builtin-spec", "ans = format(1, '{0.__class__}')\nans = 'ESCAPED'", ("error",)),
     # ---- 4. compile-time rules: frames, except*, guard names, dunders -------------------------------------
     _c("generator-frame", "g = (x for x in [1])\nans = g.gi_frame.f_back\nans = 'ESCAPED'"),
@@ -193,10 +250,14 @@ CASES = [
     _c("generator-code", "def g():\n    yield 1\nans = getattr(g(), 'gi_code')\nans = 'ESCAPED'"),
     _c("generator-yieldfrom", "def g():\n    yield from [1]\nans = getattr(g(), 'gi_yieldfrom')\nans = 'ESCAPED'"),
     _c("coroutine-frame", "async def f():\n    pass\nans = f().cr_frame\nans = 'ESCAPED'"),
-    _c("traceback-frame", "try:\n    1 / 0\nexcept Exception as e:\n    tb = getattr(e, '__traceback__')\n"
-       "ans = 'ESCAPED'"),
-    _c("frame-globals-by-getattr", "def g():\n    yield 1\nans = getattr(getattr(g(), 'gi_frame'), 'f_globals')\n"
-       "ans = 'ESCAPED'"),
+    _c(
+        "traceback-frame",
+        "try:\n    1 / 0\nexcept Exception as e:\n    tb = getattr(e, '__traceback__')\nans = 'ESCAPED'",
+    ),
+    _c(
+        "frame-globals-by-getattr",
+        "def g():\n    yield 1\nans = getattr(getattr(g(), 'gi_frame'), 'f_globals')\nans = 'ESCAPED'",
+    ),
     _c("except-star", "try:\n    raise ExceptionGroup('x', [ValueError()])\nexcept* ValueError:\n    ans = 'ESCAPED'"),
     _c("positional-only-guard-name", "def f(_getattr_, /):\n    return _getattr_\nans = 'ESCAPED'"),
     _c("default-guard-name", "f = lambda _getitem_=None: 0\nans = 'ESCAPED'"),
@@ -215,93 +276,191 @@ CASES = [
     _c("nonlocal", "def f():\n    x = 1\n    def g():\n        nonlocal x\n    return g\nans = 'ESCAPED'"),
     _c("module-write", "import math\nmath.pi = 3\nans = 'ESCAPED'"),
     _c("library-class-write", "from fractions import Fraction\nFraction.limit_denominator = 1\nans = 'ESCAPED'"),
-    _c("forge-caught-violation", "import statistics\ntry:\n    statistics.sys\nexcept Exception as e:\n"
-       "    e.rule = 'ok'\n    e.message = 'nothing'\nans = 'ESCAPED'"),
-    _c("forge-violation-class", "import statistics\ntry:\n    statistics.sys\nexcept Exception as e:\n"
-       "    V = type(e)\nraise V('ok', [1], [2])"),
+    _c(
+        "forge-caught-violation",
+        "import statistics\ntry:\n    statistics.sys\nexcept Exception as e:\n"
+        "    e.rule = 'ok'\n    e.message = 'nothing'\nans = 'ESCAPED'",
+    ),
+    _c(
+        "forge-violation-class",
+        "import statistics\ntry:\n    statistics.sys\nexcept Exception as e:\n    V = type(e)\nraise V('ok', [1], [2])",
+    ),
     _c("memoryview-builtin", "m = memoryview(b'ab')\nans = 'ESCAPED'"),
     _c("id-builtin", "ans = id(1)\nans = 'ESCAPED'"),
     # sympy string evaluation
     _c("sympy-sympify", "import sympy\nsympy.sympify(\"__import__('os').system('touch MARKER')\")\nans = 'ESCAPED'"),
     _c("sympy-parse-expr", "import sympy\nsympy.parse_expr('1')\nans = 'ESCAPED'"),
     _c("sympy-lambdify", "import sympy\nsympy.lambdify\nans = 'ESCAPED'"),
-    _c("sympy-subs-string", "import sympy\nx = sympy.Symbol('x')\n"
-       "x.subs(x, \"__import__('os').system('touch MARKER')\")\nans = 'ESCAPED'"),
-    _c("sympy-simplify-string", "import sympy\nsympy.simplify(\"__import__('os').system('touch MARKER')\")\n"
-       "ans = 'ESCAPED'"),
+    _c(
+        "sympy-subs-string",
+        "import sympy\nx = sympy.Symbol('x')\nx.subs(x, \"__import__('os').system('touch MARKER')\")\nans = 'ESCAPED'",
+    ),
+    _c(
+        "sympy-simplify-string",
+        "import sympy\nsympy.simplify(\"__import__('os').system('touch MARKER')\")\nans = 'ESCAPED'",
+    ),
     _c("sympy-string-with-attribute", "import sympy\nsympy.simplify('pi.func')\nans = 'ESCAPED'"),
     _c("sympy-string-with-builtin-name", "import sympy\nsympy.simplify('open')\nans = 'ESCAPED'"),
     _c("sympy-string-lambda", "import sympy\nsympy.simplify('(lambda: 1)()')\nans = 'ESCAPED'"),
     _c("sympy-var-frame-globals", "import sympy\nsympy.var('x')\nans = 'ESCAPED'"),
     _c("sympy-printing-module", "import sympy\nans = sympy.printing\nans = 'ESCAPED'"),
     # lambdify prints names into the code it exec()s; nsolve calls it on the program's expression
-    _c("sympy-nsolve-symbol-name", "import sympy\nx = sympy.Symbol('x')\n"
-       "evil = sympy.Symbol(\"__import__('os').system('touch MARKER')\")\n"
-       "sympy.nsolve([x - 1 + evil], [x], [1])\nans = 'ESCAPED'"),
-    _c("sympy-nsolve-function-name", "import sympy\nx = sympy.Symbol('x')\n"
-       "evil = sympy.Function(\"__import__('os').system('touch MARKER') or abs\")\n"
-       "sympy.nsolve(evil(x) - 1, x, 1)\nans = 'ESCAPED'"),
-    _c("sympy-nsolve-dummy-name", "import sympy\nx = sympy.Symbol('x')\n"
-       "evil = sympy.Dummy(\"x + __import__('os').system('touch MARKER')\")\n"
-       "sympy.nsolve([x - 1 + evil], [x], [1])\nans = 'ESCAPED'"),
-    _c("sympy-nsolve-stateful-name", "import sympy\nclass S(sympy.Symbol):\n    pass\n"
-       "x = sympy.Symbol('x')\nsympy.nsolve([x - 1 + S('y')], [x], [1])\nans = 'ESCAPED'"),
-    _c("sympy-mpmath-identify-eval", "import sympy\nctx = sympy.Float(1.5).num.context\n"
-       "ctx.identify(1, [\"__import__('os').system('touch MARKER')\"])\nans = 'ESCAPED'"),
-    _c("userstring-format", "import collections\n"
-       "ans = collections.UserString('{0.__class__.__mro__}').format(1)\nans = 'ESCAPED'"),
+    _c(
+        "sympy-nsolve-symbol-name",
+        "import sympy\nx = sympy.Symbol('x')\n"
+        "evil = sympy.Symbol(\"__import__('os').system('touch MARKER')\")\n"
+        "sympy.nsolve([x - 1 + evil], [x], [1])\nans = 'ESCAPED'",
+    ),
+    _c(
+        "sympy-nsolve-function-name",
+        "import sympy\nx = sympy.Symbol('x')\n"
+        "evil = sympy.Function(\"__import__('os').system('touch MARKER') or abs\")\n"
+        "sympy.nsolve(evil(x) - 1, x, 1)\nans = 'ESCAPED'",
+    ),
+    _c(
+        "sympy-nsolve-dummy-name",
+        "import sympy\nx = sympy.Symbol('x')\n"
+        "evil = sympy.Dummy(\"x + __import__('os').system('touch MARKER')\")\n"
+        "sympy.nsolve([x - 1 + evil], [x], [1])\nans = 'ESCAPED'",
+    ),
+    _c(
+        "sympy-nsolve-stateful-name",
+        "import sympy\nclass S(sympy.Symbol):\n    pass\n"
+        "x = sympy.Symbol('x')\nsympy.nsolve([x - 1 + S('y')], [x], [1])\nans = 'ESCAPED'",
+    ),
+    _c(
+        "sympy-mpmath-identify-eval",
+        "import sympy\nctx = sympy.Float(1.5).num.context\n"
+        "ctx.identify(1, [\"__import__('os').system('touch MARKER')\"])\nans = 'ESCAPED'",
+    ),
+    _c(
+        "userstring-format",
+        "import collections\nans = collections.UserString('{0.__class__.__mro__}').format(1)\nans = 'ESCAPED'",
+    ),
     _c("class-kwargs-metaclass", "class C(**{'metaclass': print}):\n    pass\nans = 'ESCAPED'"),
-    _c("numpy-resize-no-refcheck", "import numpy as np\na = np.zeros(4)\nb = a[:]\n"
-       "a.resize((1 << 20,), refcheck=False)\nans = 'ESCAPED'"),
-    _c("numpy-view-as-object", "import numpy as np\nb = np.zeros(2, dtype=np.int64).view(object)\nans = 'ESCAPED'",
-       ("error",)),
-    _c("numpy-dtype-set-object", "import numpy as np\na = np.zeros(2, dtype=np.int64)\na.dtype = object\n"
-       "ans = 'ESCAPED'", ("error",)),
-    _c("numpy-getfield-object", "import numpy as np\nb = np.zeros(2, dtype=np.int64).getfield(object, 0)\n"
-       "ans = 'ESCAPED'", ("error",)),
-    _c("numpy-bitgen-ctypes", "import numpy as np\nans = np.random.default_rng().bit_generator.ctypes\nans = 'ESCAPED'"),
+    _c(
+        "numpy-resize-no-refcheck",
+        "import numpy as np\na = np.zeros(4)\nb = a[:]\na.resize((1 << 20,), refcheck=False)\nans = 'ESCAPED'",
+    ),
+    _c(
+        "numpy-view-as-object",
+        "import numpy as np\nb = np.zeros(2, dtype=np.int64).view(object)\nans = 'ESCAPED'",
+        ("error",),
+    ),
+    _c(
+        "numpy-dtype-set-object",
+        "import numpy as np\na = np.zeros(2, dtype=np.int64)\na.dtype = object\nans = 'ESCAPED'",
+        ("error",),
+    ),
+    _c(
+        "numpy-getfield-object",
+        "import numpy as np\nb = np.zeros(2, dtype=np.int64).getfield(object, 0)\nans = 'ESCAPED'",
+        ("error",),
+    ),
+    _c(
+        "numpy-bitgen-ctypes", "import numpy as np\nans = np.random.default_rng().bit_generator.ctypes\nans = 'ESCAPED'"
+    ),
     _c("numpy-bitgen-cffi", "import numpy as np\nans = np.random.default_rng().bit_generator.cffi\nans = 'ESCAPED'"),
-    _c("numpy-bitgen-capsule", "import numpy as np\nans = np.random.default_rng().bit_generator.capsule\nans = 'ESCAPED'"),
+    _c(
+        "numpy-bitgen-capsule",
+        "import numpy as np\nans = np.random.default_rng().bit_generator.capsule\nans = 'ESCAPED'",
+    ),
     _c("numpy-bitgen-lock", "import numpy as np\nans = np.random.default_rng().bit_generator.lock\nans = 'ESCAPED'"),
     # ---- what must still run -----------------------------------------------------------------------------
-    _c("ok-numpy-isinstance", "import numpy as np\na = np.arange(4)\n"
-       "ans = [isinstance(a, np.ndarray), type(a) == np.ndarray, int(a.sum()), a.shape[0]]",
-       ("ok",), [True, True, 6, 4]),
-    _c("ok-numpy-linalg", "import numpy as np\nans = float(np.linalg.det(np.array([[2.0, 0.0], [0.0, 3.0]])))",
-       ("ok",), 6.0),
-    _c("ok-numpy-random", "import numpy as np\nrng = np.random.default_rng(0)\nans = int(rng.integers(0, 1))",
-       ("ok",), 0),
-    _c("ok-numpy-polynomial", "from numpy.polynomial import Polynomial\nans = float(Polynomial([1, 2])(3))",
-       ("ok",), 7.0),
-    _c("ok-operator-getters", "import operator\nfrom operator import itemgetter\n"
-       "ans = [operator.getitem([5, 6], 1), itemgetter(0)([7]), operator.attrgetter('real')(3), "
-       "operator.methodcaller('upper')('a')]", ("ok",), [6, 7, 3, "A"]),
-    _c("ok-format", "ans = '{0}-{1:>3}-{x:.2f}'.format(1, 2, x=0.5) + str.format('{}', 3)",
-       ("ok",), "1-  2-0.50" + "3"),
-    _c("ok-fraction-decimal", "from fractions import Fraction\nimport decimal\ndecimal.getcontext().prec = 5\n"
-       "ans = str(Fraction(22, 7).limit_denominator(5)) + ' ' + str(decimal.Decimal(1) / 3)",
-       ("ok",), "16/5 0.33333"),
-    _c("ok-collections-functools", "import collections, functools\nP = collections.namedtuple('P', 'x y')\n"
-       "@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
-       "ans = [P(1, 2).y, fib(20), collections.Counter('aab')['a']]", ("ok",), [2, 6765, 2]),
-    _c("ok-sympy", "import sympy\nx = sympy.symbols('x')\nans = [str(s) for s in sympy.solve(sympy.Eq(x**2, 4), x)]"
-       " + [str(sympy.expand((x + 1)**2)), str(sympy.Rational(1, 3) + sympy.Rational(1, 6))]",
-       ("ok",), ["-2", "2", "x**2 + 2*x + 1", "1/2"]),
-    _c("ok-datetime-re-string", "import datetime, re, string\n"
-       "ans = [datetime.date(2020, 3, 1).weekday(), re.findall(r'\\d+', 'a1b22'), "
-       "string.Template('$x!').substitute(x='hi'), type(None) is type(None)]",
-       ("ok",), [6, ["1", "22"], "hi!", True]),
+    _c(
+        "ok-numpy-isinstance",
+        "import numpy as np\na = np.arange(4)\n"
+        "ans = [isinstance(a, np.ndarray), type(a) == np.ndarray, int(a.sum()), a.shape[0]]",
+        ("ok",),
+        [True, True, 6, 4],
+    ),
+    _c(
+        "ok-numpy-linalg",
+        "import numpy as np\nans = float(np.linalg.det(np.array([[2.0, 0.0], [0.0, 3.0]])))",
+        ("ok",),
+        6.0,
+    ),
+    _c(
+        "ok-numpy-random",
+        "import numpy as np\nrng = np.random.default_rng(0)\nans = int(rng.integers(0, 1))",
+        ("ok",),
+        0,
+    ),
+    _c(
+        "ok-numpy-polynomial",
+        "from numpy.polynomial import Polynomial\nans = float(Polynomial([1, 2])(3))",
+        ("ok",),
+        7.0,
+    ),
+    _c(
+        "ok-operator-getters",
+        "import operator\nfrom operator import itemgetter\n"
+        "ans = [operator.getitem([5, 6], 1), itemgetter(0)([7]), operator.attrgetter('real')(3), "
+        "operator.methodcaller('upper')('a')]",
+        ("ok",),
+        [6, 7, 3, "A"],
+    ),
+    _c(
+        "ok-format", "ans = '{0}-{1:>3}-{x:.2f}'.format(1, 2, x=0.5) + str.format('{}', 3)", ("ok",), "1-  2-0.50" + "3"
+    ),
+    _c(
+        "ok-fraction-decimal",
+        "from fractions import Fraction\nimport decimal\ndecimal.getcontext().prec = 5\n"
+        "ans = str(Fraction(22, 7).limit_denominator(5)) + ' ' + str(decimal.Decimal(1) / 3)",
+        ("ok",),
+        "16/5 0.33333",
+    ),
+    _c(
+        "ok-collections-functools",
+        "import collections, functools\nP = collections.namedtuple('P', 'x y')\n"
+        "@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "ans = [P(1, 2).y, fib(20), collections.Counter('aab')['a']]",
+        ("ok",),
+        [2, 6765, 2],
+    ),
+    _c(
+        "ok-sympy",
+        "import sympy\nx = sympy.symbols('x')\nans = [str(s) for s in sympy.solve(sympy.Eq(x**2, 4), x)]"
+        " + [str(sympy.expand((x + 1)**2)), str(sympy.Rational(1, 3) + sympy.Rational(1, 6))]",
+        ("ok",),
+        ["-2", "2", "x**2 + 2*x + 1", "1/2"],
+    ),
+    _c(
+        "ok-datetime-re-string",
+        "import datetime, re, string\n"
+        "ans = [datetime.date(2020, 3, 1).weekday(), re.findall(r'\\d+', 'a1b22'), "
+        "string.Template('$x!').substitute(x='hi'), type(None) is type(None)]",
+        ("ok",),
+        [6, ["1", "22"], "hi!", True],
+    ),
     _c("ok-allowed-module-in-a-list", "import math, cmath\nans = [m.pi for m in [math, cmath]][0]", ("ok",), math.pi),
-    _c("ok-sympy-nsolve-and-series", "import sympy\nx, n = sympy.symbols('x n')\n"
-       "r = sympy.nsolve(x**2 - 2, x, 1)\ns = sympy.Sum(1 / sympy.factorial(n), (n, 0, sympy.oo)).evalf()\n"
-       "ans = [round(float(r), 6), round(float(s), 6)]", ("ok",), [1.414214, 2.718282]),
-    _c("ok-sympy-plain-formula-string", "import sympy\nans = [str(sympy.nsimplify(0.7071067811865476)), "
-       "str(sympy.simplify('2*sqrt(2)/4'))]", ("ok",), ["sqrt(2)/2", "sqrt(2)/2"]),
-    _c("ok-augmented-item-and-attribute", "x = [1, 2]\nx[0] += 1\nx[1:] += [5]\nd = {'a': 1}\nd['a'] *= 3\n"
-       "class A:\n    def __init__(self):\n        self.v = 1\na = A()\na.v += 2\nans = [x, d['a'], a.v]",
-       ("ok",), [[2, 2, 5], 3, 3]),
-    _c("ok-copy-statistics", "import copy, statistics\nans = [copy.deepcopy([[1]]), statistics.mean([1, 2, 3])]",
-       ("ok",), [[[1]], 2]),
+    _c(
+        "ok-sympy-nsolve-and-series",
+        "import sympy\nx, n = sympy.symbols('x n')\n"
+        "r = sympy.nsolve(x**2 - 2, x, 1)\ns = sympy.Sum(1 / sympy.factorial(n), (n, 0, sympy.oo)).evalf()\n"
+        "ans = [round(float(r), 6), round(float(s), 6)]",
+        ("ok",),
+        [1.414214, 2.718282],
+    ),
+    _c(
+        "ok-sympy-plain-formula-string",
+        "import sympy\nans = [str(sympy.nsimplify(0.7071067811865476)), str(sympy.simplify('2*sqrt(2)/4'))]",
+        ("ok",),
+        ["sqrt(2)/2", "sqrt(2)/2"],
+    ),
+    _c(
+        "ok-augmented-item-and-attribute",
+        "x = [1, 2]\nx[0] += 1\nx[1:] += [5]\nd = {'a': 1}\nd['a'] *= 3\n"
+        "class A:\n    def __init__(self):\n        self.v = 1\na = A()\na.v += 2\nans = [x, d['a'], a.v]",
+        ("ok",),
+        [[2, 2, 5], 3, 3],
+    ),
+    _c(
+        "ok-copy-statistics",
+        "import copy, statistics\nans = [copy.deepcopy([[1]]), statistics.mean([1, 2, 3])]",
+        ("ok",),
+        [[[1]], 2],
+    ),
 ]
 
 
@@ -440,8 +599,22 @@ def test_iterating_a_module_namespace_is_refused(guards: Guards) -> None:
 
 def test_program_builtins_hold_no_real_setattr_or_type(guards: Guards) -> None:
     given = {id(value) for value in guards.builtins.values()}
-    for name in ("setattr", "delattr", "eval", "exec", "open", "compile", "globals", "vars", "type", "__import__",
-                 "getattr", "breakpoint", "input", "memoryview"):  # fmt: skip
+    for name in (
+        "setattr",
+        "delattr",
+        "eval",
+        "exec",
+        "open",
+        "compile",
+        "globals",
+        "vars",
+        "type",
+        "__import__",
+        "getattr",
+        "breakpoint",
+        "input",
+        "memoryview",
+    ):
         assert id(getattr(builtins, name)) not in given, name
 
 
@@ -513,7 +686,7 @@ LIBRARY_PROGRAMS = [
 
 def _plain(source: str) -> Any:
     namespace: dict[str, Any] = {"__name__": "__main__"}
-    exec(compile(source, "<program>", "exec"), namespace)  # noqa: S102 - the trusted reference run
+    exec(compile(source, "<program>", "exec"), namespace)
     return namespace.get("ans")
 
 

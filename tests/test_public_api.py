@@ -85,7 +85,6 @@ def test_the_readme_first_example_works() -> None:
 
     assert compare(0.1 + 0.2, "0.3").correct is True
     import potrun.comparators  # noqa: F401
-
     from potrun import compare as again
 
     assert again is compare

@@ -61,87 +61,155 @@ PURE = None
 # (id, program, expected): None when it must be proven pure, else a word its reason must contain.
 TABLE: list[tuple[str, str, str | None]] = [
     # --- real PoT generations (GSM8K, SVAMP), as published
-    ("gsm8k-ducks", "total_eggs = 16\neaten_eggs = 3\nbaked_eggs = 4\nsold_eggs = total_eggs - eaten_eggs - "
-     "baked_eggs\ndollars_per_egg = 2\nans = sold_eggs * dollars_per_egg", PURE),
-    ("gsm8k-house", "cost_of_original_house = 80000\nincrease_rate = 150 / 100\nvalue_of_house = (1 + "
-     "increase_rate) * cost_of_original_house\ncost_of_repair = 50000\nans = value_of_house - cost_of_repair - "
-     "cost_of_original_house", PURE),
-    ("gsm8k-undefined-name", "bolts_of_blue_fiber = 2\nbolts_of_white_fiber = num_of_blue_fiber / 2\n"
-     "ans = bolts_of_blue_fiber + bolts_of_white_fiber", PURE),
+    (
+        "gsm8k-ducks",
+        "total_eggs = 16\neaten_eggs = 3\nbaked_eggs = 4\nsold_eggs = total_eggs - eaten_eggs - "
+        "baked_eggs\ndollars_per_egg = 2\nans = sold_eggs * dollars_per_egg",
+        PURE,
+    ),
+    (
+        "gsm8k-house",
+        "cost_of_original_house = 80000\nincrease_rate = 150 / 100\nvalue_of_house = (1 + "
+        "increase_rate) * cost_of_original_house\ncost_of_repair = 50000\nans = value_of_house - cost_of_repair - "
+        "cost_of_original_house",
+        PURE,
+    ),
+    (
+        "gsm8k-undefined-name",
+        "bolts_of_blue_fiber = 2\nbolts_of_white_fiber = num_of_blue_fiber / 2\n"
+        "ans = bolts_of_blue_fiber + bolts_of_white_fiber",
+        PURE,
+    ),
     ("pot-loop", "total = 0\nfor i in range(1, 11):\n    total += i * 2\nans = total", PURE),
     ("pot-while", "n = 0\nmoney = 100\nwhile money > 0:\n    money -= 7\n    n += 1\nans = n", PURE),
     ("pot-builtins", "prices = [3, 5, 2]\nans = max(prices) - min(prices) + sum(prices) / len(prices)", PURE),
     ("pot-round", "ans = round(17 / 3, 2)", PURE),
-    ("pot-brute-force", "for a in range(10):\n    for b in range(10):\n        if a + b == 12 and a - b == 2:\n"
-     "            ans = a", PURE),
+    (
+        "pot-brute-force",
+        "for a in range(10):\n    for b in range(10):\n        if a + b == 12 and a - b == 2:\n            ans = a",
+        PURE,
+    ),
     ("pot-function", "def solution():\n    apples = 5\n    return apples * 3\nans = solution()", PURE),
     ("pot-print", "ans = 3 * 4\nprint(ans)", PURE),
     # --- plain Python that stays inside the program
     ("lambda-closure", "def make(k):\n    return lambda x: x * k\nans = make(3)(4)", PURE),
-    ("nonlocal", "def f():\n    n = 0\n    def g():\n        nonlocal n\n        n += 1\n    g(); g()\n"
-     "    return n\nans = f()", "nonlocal"),
+    (
+        "nonlocal",
+        "def f():\n    n = 0\n    def g():\n        nonlocal n\n        n += 1\n    g(); g()\n    return n\nans = f()",
+        "nonlocal",
+    ),
     ("global-in-function", "count = 0\ndef bump():\n    global count\n    count += 1\nbump()\nans = count", PURE),
-    ("comprehensions", "ans = [x * x for x in range(5)] + sorted({x % 3 for x in range(9)})\n"
-     "d = {k: v for k, v in zip('ab', (1, 2))}", PURE),
-    ("generator-no-try", "def g(n):\n    for i in range(n):\n        yield i\nans = sum(g(5))\nleft = g(3)\n"
-     "next(left)", PURE),
+    (
+        "comprehensions",
+        "ans = [x * x for x in range(5)] + sorted({x % 3 for x in range(9)})\nd = {k: v for k, v in zip('ab', (1, 2))}",
+        PURE,
+    ),
+    (
+        "generator-no-try",
+        "def g(n):\n    for i in range(n):\n        yield i\nans = sum(g(5))\nleft = g(3)\nnext(left)",
+        PURE,
+    ),
     ("genexpr", "ans = sum(x for x in range(10) if x % 2)", PURE),
-    ("yield-from", "def inner():\n    yield 1\n    yield 2\ndef outer():\n    yield from inner()\n"
-     "ans = list(outer())", PURE),
+    (
+        "yield-from",
+        "def inner():\n    yield 1\n    yield 2\ndef outer():\n    yield from inner()\nans = list(outer())",
+        PURE,
+    ),
     ("underscore-names", "_x = 2\nfor _ in range(3):\n    _x += 1\nans = _x", "name '_x'"),
     ("single-underscore-loop", "total = 0\nfor _ in range(3):\n    total += 1\nans = total", PURE),
     ("underscore-local", "def solution():\n    _y = 2\n    return _y", "name '_y'"),
     ("try-except", "try:\n    ans = 1 / 0\nexcept ZeroDivisionError as e:\n    ans = len(e.args)", PURE),
     ("try-finally", "try:\n    ans = 1\nfinally:\n    ans += 1", PURE),
-    ("raise-assert", "assert 1 + 1 == 2, 'math'\ntry:\n    raise ValueError('x')\nexcept ValueError:\n    ans = 1",
-     PURE),
+    (
+        "raise-assert",
+        "assert 1 + 1 == 2, 'math'\ntry:\n    raise ValueError('x')\nexcept ValueError:\n    ans = 1",
+        PURE,
+    ),
     ("fstring", "x = 3.14159\nans = f'{x:.2f} and {x!r:>10} {\"a\"!s}'", PURE),
     ("percent-format", "ans = '%d apples, %.1f%%' % (3, 12.5)", PURE),
-    ("str-methods", "ans = ' A,b '.strip().lower().split(',')\nans.append('c')\nans.sort()\nans = '-'.join(ans)",
-     PURE),
+    ("str-methods", "ans = ' A,b '.strip().lower().split(',')\nans.append('c')\nans.sort()\nans = '-'.join(ans)", PURE),
     ("dict-methods", "d = {}\nd.setdefault('a', []).append(1)\nans = sorted(d.items()) + list(d.keys())", PURE),
     ("item-writes-own", "a = [0] * 3\na[1] = 5\ndel a[0]\nm = {}\nm['k'] = a\nans = m", PURE),
-    ("unpack-star-call", "def f(*args, **kw):\n    return len(args) + len(kw)\nxs = [1, 2]\n"
-     "ans = f(*xs, **{'a': 1}), [*xs, *xs], {**{'a': 1}}", PURE),
+    (
+        "unpack-star-call",
+        "def f(*args, **kw):\n    return len(args) + len(kw)\nxs = [1, 2]\n"
+        "ans = f(*xs, **{'a': 1}), [*xs, *xs], {**{'a': 1}}",
+        PURE,
+    ),
     ("walrus-ternary", "ans = [y for x in range(5) if (y := x * 2) > 3] if True else None", PURE),
     ("slice-chain-compare", "a = list(range(10))\nans = a[1:8:2], 1 < a[3] <= 3, a[::-1][0]", PURE),
-    ("int-float-methods", "ans = (10).bit_length(), (2.5).as_integer_ratio(), (3.0).is_integer(), (1+2j).real",
-     PURE),
+    ("int-float-methods", "ans = (10).bit_length(), (2.5).as_integer_ratio(), (3.0).is_integer(), (1+2j).real", PURE),
     ("exception-name-only", "try:\n    x = [][1]\nexcept (IndexError, KeyError):\n    ans = 0", PURE),
     ("bare-except", "try:\n    ans = int('x')\nexcept:\n    ans = -1", PURE),
     ("str-one-argument", "n = 1234\nans = sum(int(d) for d in str(n)) + len(str(n).zfill(6))", PURE),
     ("str-of-attribute", "def f(x):\n    return str(x.real)\nans = f(3)", PURE),
     ("deep-iterator-chain", "x = iter([1])\nfor i in range(10):\n    x = enumerate(x)\nans = 1", PURE),
     ("print-file-own-object", "print(1, file=[])", PURE),
-    ("numpy-object-loops", "import numpy as np\nans = np.gcd(np.array([4, 6], dtype='O'), 2).tolist(), "
-     "np.floor(np.array([1.5], dtype='O')).tolist()", PURE),
-    ("decorator-own", "def twice(f):\n    return lambda x: f(f(x))\n@twice\ndef inc(x):\n    return x + 1\n"
-     "ans = inc(1)", PURE),
+    (
+        "numpy-object-loops",
+        "import numpy as np\nans = np.gcd(np.array([4, 6], dtype='O'), 2).tolist(), "
+        "np.floor(np.array([1.5], dtype='O')).tolist()",
+        PURE,
+    ),
+    (
+        "decorator-own",
+        "def twice(f):\n    return lambda x: f(f(x))\n@twice\ndef inc(x):\n    return x + 1\nans = inc(1)",
+        PURE,
+    ),
     # --- pure modules
     ("math", "import math\nans = math.sqrt(16) + math.floor(2.5) + math.pi + math.comb(5, 2)", PURE),
     ("from-math", "from math import sqrt, ceil as c\nans = sqrt(4) + c(1.2)", PURE),
     ("cmath", "import cmath\nans = cmath.sqrt(-1)", PURE),
-    ("fractions", "from fractions import Fraction\nf = Fraction(3, 4) + Fraction(1, 4)\n"
-     "ans = f.numerator, f.denominator, Fraction(1, 3).limit_denominator(10)", PURE),
+    (
+        "fractions",
+        "from fractions import Fraction\nf = Fraction(3, 4) + Fraction(1, 4)\n"
+        "ans = f.numerator, f.denominator, Fraction(1, 3).limit_denominator(10)",
+        PURE,
+    ),
     ("statistics", "import statistics\nans = statistics.mean([1, 2, 3]), statistics.median([3, 1, 2])", PURE),
-    ("itertools", "import itertools\nans = list(itertools.permutations([1, 2, 3], 2)), "
-     "list(itertools.chain.from_iterable([[1], [2]]))", PURE),
-    ("functools", "from functools import reduce, lru_cache\n@lru_cache(maxsize=None)\ndef fib(n):\n"
-     "    return n if n < 2 else fib(n - 1) + fib(n - 2)\nans = reduce(lambda a, b: a * b, [1, 2, 3]), fib(20)",
-     PURE),
-    ("collections", "from collections import Counter, defaultdict, deque\nc = Counter('abca')\n"
-     "d = defaultdict(int)\nd['x'] += 1\nq = deque([1, 2])\nq.appendleft(0)\nans = c.most_common(1), d, list(q)",
-     PURE),
+    (
+        "itertools",
+        "import itertools\nans = list(itertools.permutations([1, 2, 3], 2)), "
+        "list(itertools.chain.from_iterable([[1], [2]]))",
+        PURE,
+    ),
+    (
+        "functools",
+        "from functools import reduce, lru_cache\n@lru_cache(maxsize=None)\ndef fib(n):\n"
+        "    return n if n < 2 else fib(n - 1) + fib(n - 2)\nans = reduce(lambda a, b: a * b, [1, 2, 3]), fib(20)",
+        PURE,
+    ),
+    (
+        "collections",
+        "from collections import Counter, defaultdict, deque\nc = Counter('abca')\n"
+        "d = defaultdict(int)\nd['x'] += 1\nq = deque([1, 2])\nq.appendleft(0)\nans = c.most_common(1), d, list(q)",
+        PURE,
+    ),
     ("operator", "import operator\nfrom functools import reduce\nans = reduce(operator.mul, [1, 2, 3, 4])", PURE),
-    ("heapq-bisect", "import heapq, bisect\nh = [5, 1, 3]\nheapq.heapify(h)\nans = heapq.heappop(h), "
-     "bisect.bisect_left([1, 2, 4], 3)", PURE),
+    (
+        "heapq-bisect",
+        "import heapq, bisect\nh = [5, 1, 3]\nheapq.heapify(h)\nans = heapq.heappop(h), "
+        "bisect.bisect_left([1, 2, 4], 3)",
+        PURE,
+    ),
     ("string-constants", "import string\nans = string.ascii_lowercase.index('c')", PURE),
-    ("numpy", "import numpy as np\na = np.array([1.0, 2.0, 3.0])\nans = float(a.sum() + a.mean() + np.sqrt(a).max())"
-     "\nb = a.reshape(3, 1).T.tolist()", PURE),
-    ("numpy-linalg", "import numpy as np\nans = np.linalg.solve(np.array([[2., 1.], [1., 3.]]), np.array([3., 5.]))"
-     ".tolist()", PURE),
-    ("numpy-linalg-import", "import numpy.linalg as la\nfrom numpy.linalg import det\nimport numpy\n"
-     "ans = float(la.inv(numpy.eye(2))[0, 0] + det(numpy.eye(2)))", PURE),
+    (
+        "numpy",
+        "import numpy as np\na = np.array([1.0, 2.0, 3.0])\nans = float(a.sum() + a.mean() + np.sqrt(a).max())"
+        "\nb = a.reshape(3, 1).T.tolist()",
+        PURE,
+    ),
+    (
+        "numpy-linalg",
+        "import numpy as np\nans = np.linalg.solve(np.array([[2., 1.], [1., 3.]]), np.array([3., 5.])).tolist()",
+        PURE,
+    ),
+    (
+        "numpy-linalg-import",
+        "import numpy.linalg as la\nfrom numpy.linalg import det\nimport numpy\n"
+        "ans = float(la.inv(numpy.eye(2))[0, 0] + det(numpy.eye(2)))",
+        PURE,
+    ),
     ("module-as-value", "import math\ndef use(m):\n    return m.sqrt(9)\nx = math\nans = use(x), [math][0].pi", PURE),
     ("ufunc-methods", "import numpy as np\nans = int(np.add.reduce(np.arange(5)))", PURE),
     # --- modules and members that reach shared state
@@ -162,8 +230,11 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("re-cache", "import re\nre.sub('a', 'b', 'a')", "import of 're'"),
     ("np-seterr", "import numpy as np\nnp.seterr(all='raise')", "attribute 'seterr'"),
     ("np-seterrcall", "import numpy as np\nnp.seterrcall(print)", "attribute 'seterrcall'"),
-    ("np-errstate-parked", "import numpy as np\ndef g():\n    with np.errstate(all='ignore'):\n        yield 1\n"
-     "park = g()\nnext(park)", "opcode BEFORE_WITH"),
+    (
+        "np-errstate-parked",
+        "import numpy as np\ndef g():\n    with np.errstate(all='ignore'):\n        yield 1\npark = g()\nnext(park)",
+        "opcode BEFORE_WITH",
+    ),
     ("np-errstate-enter", "import numpy as np\nnp.errstate(all='ignore').__enter__()", "name '__enter__'"),
     ("np-printoptions", "import numpy as np\nnp.set_printoptions(precision=1)", "attribute 'set_printoptions'"),
     ("np-finfo", "import numpy as np\nnp.finfo(float).eps", "attribute 'finfo'"),
@@ -187,12 +258,14 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("statistics-normaldist", "import statistics\nstatistics.NormalDist().samples(3)", "attribute 'NormalDist'"),
     ("namedtuple", "import collections\ncollections.namedtuple('P', 'x y')", "attribute 'namedtuple'"),
     ("attrgetter", "import operator\noperator.attrgetter('__class__')(1)", "attribute 'attrgetter'"),
-    ("methodcaller", "import operator\noperator.methodcaller('format')('{0.__class__}')",
-     "attribute 'methodcaller'"),
+    ("methodcaller", "import operator\noperator.methodcaller('format')('{0.__class__}')", "attribute 'methodcaller'"),
     ("string-formatter", "import string\nstring.Formatter().format('{0.__class__}', 1)", "attribute 'Formatter'"),
     ("string-template", "import string\nstring.Template('$x').substitute(x=1)", "attribute 'Template'"),
-    ("functools-wraps", "import functools\ndef f():\n    pass\ng = functools.wraps(len, updated=('__globals__',))(f)",
-     "attribute 'wraps'"),
+    (
+        "functools-wraps",
+        "import functools\ndef f():\n    pass\ng = functools.wraps(len, updated=('__globals__',))(f)",
+        "attribute 'wraps'",
+    ),
     ("functools-update-wrapper", "from functools import update_wrapper", "attribute 'update_wrapper'"),
     ("functools-singledispatch", "import functools\nfunctools.singledispatch(len)", "attribute 'singledispatch'"),
     ("heapq-merge", "import heapq\nm = heapq.merge([1], [2])", "attribute 'merge'"),
@@ -242,16 +315,28 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("gi-frame", "g = (i for i in [1])\nans = g.gi_frame", "attribute 'gi_frame'"),
     ("gi-code", "g = (i for i in [1])\nans = g.gi_code", "attribute 'gi_code'"),
     ("gen-send", "g = (i for i in [1])\ng.send(None)", "attribute 'send'"),
-    ("traceback-frame", "try:\n    1 / 0\nexcept Exception as e:\n    ans = e.__traceback__.tb_frame",
-     "name '__traceback__'"),
-    ("with-traceback", "try:\n    1 / 0\nexcept Exception as e:\n    ans = e.with_traceback(None)",
-     "attribute 'with_traceback'"),
+    (
+        "traceback-frame",
+        "try:\n    1 / 0\nexcept Exception as e:\n    ans = e.__traceback__.tb_frame",
+        "name '__traceback__'",
+    ),
+    (
+        "with-traceback",
+        "try:\n    1 / 0\nexcept Exception as e:\n    ans = e.with_traceback(None)",
+        "attribute 'with_traceback'",
+    ),
     ("attribute-error-obj", "try:\n    [].nope\nexcept AttributeError as e:\n    ans = e.obj", "attribute 'nope'"),
-    ("stopiteration-value", "try:\n    next(iter([]))\nexcept StopIteration as e:\n    ans = e.value",
-     "attribute 'value'"),
+    (
+        "stopiteration-value",
+        "try:\n    next(iter([]))\nexcept StopIteration as e:\n    ans = e.value",
+        "attribute 'value'",
+    ),
     ("private-attr", "ans = (1).__add__", "name '__add__'"),
-    ("single-underscore-attr", "from fractions import Fraction\nans = Fraction._operator_fallbacks",
-     "attribute '_operator_fallbacks'"),
+    (
+        "single-underscore-attr",
+        "from fractions import Fraction\nans = Fraction._operator_fallbacks",
+        "attribute '_operator_fallbacks'",
+    ),
     ("str-format", "ans = '{0.__class__}'.format(1)", "attribute 'format'"),
     ("str-format-on-class", "ans = str.format('{0.__globals__}', len)", "name 'str'"),
     ("str-format-on-literal", "ans = ''.format('{0.__globals__}', len)", "attribute 'format'"),
@@ -265,15 +350,17 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("str-star-args", "args = (b'a', 'x1')\nans = str(*args)", "name 'str'"),
     ("str-as-value", "s = str\nans = s(b'a', 'x1')", "name 'str'"),
     ("str-in-map", "ans = list(map(str, [b'a'], ['x1']))", "name 'str'"),
-    ("str-in-defaultdict", "import collections\nd = collections.defaultdict(str)\nf = d.default_factory",
-     "name 'str'"),
+    ("str-in-defaultdict", "import collections\nd = collections.defaultdict(str)\nf = d.default_factory", "name 'str'"),
     ("str-isinstance", "ans = isinstance(1, str)", "name 'str'"),
     ("str-in-function", "def f(a, b):\n    return str(a, b)\nans = f(b'a', 'x1')", "name 'str'"),
     ("str-method-arg", "def f(a):\n    return g(str, a)", "name 'str'"),
     # --- statements and opcodes
     ("class", "class A:\n    pass", "opcode LOAD_BUILD_CLASS"),
-    ("class-dunder", "class A:\n    def __eq__(self, other):\n        return True\nans = A() == 1",
-     "opcode LOAD_BUILD_CLASS"),
+    (
+        "class-dunder",
+        "class A:\n    def __eq__(self, other):\n        return True\nans = A() == 1",
+        "opcode LOAD_BUILD_CLASS",
+    ),
     ("attr-write-module", "import math\nmath.pi = 3", "opcode STORE_ATTR"),
     ("attr-write-func", "def f():\n    pass\nf.x = 1", "opcode STORE_ATTR"),
     ("attr-delete", "import math\ndel math.pi", "opcode DELETE_ATTR"),
@@ -285,12 +372,23 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("match-sequence", "match [1]:\n    case [x]:\n        ans = x", "opcode MATCH_SEQUENCE"),
     ("except-star", "try:\n    pass\nexcept* ValueError:\n    pass", "opcode CHECK_EG_MATCH"),
     ("annotations", "x: int = 5", "opcode SETUP_ANNOTATIONS"),
-    ("generator-finally", "def g():\n    try:\n        yield 1\n    finally:\n        print('later')\n"
-     "park = g()\nnext(park)\ncycle = [park]\ncycle.append(cycle)", "try block in generator 'g'"),
-    ("generator-except", "def g():\n    try:\n        yield 1\n    except GeneratorExit:\n        pass\n"
-     "park = g()\nnext(park)", "try block in generator 'g'"),
-    ("nested-generator-try", "def outer():\n    def inner():\n        try:\n            yield\n        finally:\n"
-     "            pass\n    return inner", "try block in generator 'inner'"),
+    (
+        "generator-finally",
+        "def g():\n    try:\n        yield 1\n    finally:\n        print('later')\n"
+        "park = g()\nnext(park)\ncycle = [park]\ncycle.append(cycle)",
+        "try block in generator 'g'",
+    ),
+    (
+        "generator-except",
+        "def g():\n    try:\n        yield 1\n    except GeneratorExit:\n        pass\npark = g()\nnext(park)",
+        "try block in generator 'g'",
+    ),
+    (
+        "nested-generator-try",
+        "def outer():\n    def inner():\n        try:\n            yield\n        finally:\n"
+        "            pass\n    return inner",
+        "try block in generator 'inner'",
+    ),
 ]
 
 
@@ -336,8 +434,11 @@ EXTENDED = [
     ("names-300-import-pure", many_names(300) + "\nimport math\nans = math.sqrt(v299)", PURE),
     ("names-300-import-os", many_names(300) + "\nimport os", "import of 'os'"),
     ("names-300-dunder", many_names(300) + "\nans = __builtins__", "name '__builtins__'"),
-    ("consts-300-relative", "\n".join(f"c = {i}.5" for i in range(300)) + "\nfrom .math import sqrt",
-     "relative import"),
+    (
+        "consts-300-relative",
+        "\n".join(f"c = {i}.5" for i in range(300)) + "\nfrom .math import sqrt",
+        "relative import",
+    ),
     ("long-jump-pure", long_if_body(300), PURE),
     ("long-loop-pure", "t = 0\nfor i in range(3):\n" + "\n".join(f"    t += i * {k}" for k in range(300)), PURE),
     ("long-jump-class", long_if_body(300) + "\nclass A:\n    pass", "opcode LOAD_BUILD_CLASS"),
@@ -399,15 +500,17 @@ def test_what_the_warm_tier_admits_the_restricted_policy_admits() -> None:
     from potrun.policies.restricted import compile_restricted_program
 
     for module_name, members in PURE_MODULES.items():
-        assert set(members) <= set(MEMBERS.get(module_name, {})), (module_name, set(members) - set(MEMBERS[module_name]))
+        assert set(members) <= set(MEMBERS.get(module_name, {})), (
+            module_name,
+            set(members) - set(MEMBERS[module_name]),
+        )
     for name, source, expected in ((row[0], row[1], row[2]) for row in TABLE):
         if expected is None:
             compile_restricted_program(source)  # raises PolicyViolation if the policy refused it
 
 
 def test_allowed_names_are_not_refused_by_the_restricted_policy() -> None:
-    from potrun.policies import ALLOWED_MODULES, DENIED_ATTRIBUTES, DENIED_NAMES
-    from potrun.policies import get_policy
+    from potrun.policies import ALLOWED_MODULES, DENIED_ATTRIBUTES, DENIED_NAMES, get_policy
     from potrun.policies.restricted import Guards
 
     allowed = pure.ALLOWED_ATTRIBUTE_NAMES
@@ -424,13 +527,62 @@ def test_allowed_names_are_not_refused_by_the_restricted_policy() -> None:
 
 
 FORBIDDEN_ATTRIBUTES = {
-    "base", "data", "ctypes", "flags", "view", "tofile", "dump", "dumps", "dtype", "format", "format_map",
-    "encode", "decode", "obj", "gi_frame", "gi_code", "gi_yieldfrom", "f_back", "f_globals", "f_locals",
-    "f_builtins", "tb_frame", "tb_next", "cr_frame", "ag_frame", "mro", "register", "seterr", "errstate",
-    "setflags", "resize", "getfield", "setfield", "itemset", "byteswap", "newbyteorder", "strides",
-    "send", "throw", "close", "with_traceback", "func", "keywords", "cache_clear", "flat", "fget",
-    "empty", "empty_like", "random", "lib", "load", "save", "fromfile", "frombuffer", "ndarray",
-}  # fmt: skip
+    "base",
+    "data",
+    "ctypes",
+    "flags",
+    "view",
+    "tofile",
+    "dump",
+    "dumps",
+    "dtype",
+    "format",
+    "format_map",
+    "encode",
+    "decode",
+    "obj",
+    "gi_frame",
+    "gi_code",
+    "gi_yieldfrom",
+    "f_back",
+    "f_globals",
+    "f_locals",
+    "f_builtins",
+    "tb_frame",
+    "tb_next",
+    "cr_frame",
+    "ag_frame",
+    "mro",
+    "register",
+    "seterr",
+    "errstate",
+    "setflags",
+    "resize",
+    "getfield",
+    "setfield",
+    "itemset",
+    "byteswap",
+    "newbyteorder",
+    "strides",
+    "send",
+    "throw",
+    "close",
+    "with_traceback",
+    "func",
+    "keywords",
+    "cache_clear",
+    "flat",
+    "fget",
+    "empty",
+    "empty_like",
+    "random",
+    "lib",
+    "load",
+    "save",
+    "fromfile",
+    "frombuffer",
+    "ndarray",
+}
 
 
 def test_refused_attributes_are_not_allowed() -> None:
@@ -454,27 +606,55 @@ def probe_values() -> dict[str, Callable[[], Any]]:
         yield 1
 
     probes: dict[str, Callable[[], Any]] = {
-        "int": lambda: 12345678901, "float": lambda: 1.5, "complex": lambda: 1j, "bool": lambda: True,
-        "str": lambda: "text", "bytes": lambda: b"bytes",
-        "list": lambda: [1], "tuple": lambda: (1, [2]), "dict": lambda: {1: 2}, "set": lambda: {1},
-        "frozenset": lambda: frozenset({1}), "range": lambda: range(3), "slice": lambda: slice(1, 2),
-        "iterator": lambda: iter([1]), "enumerate": lambda: enumerate([1]), "zip": lambda: zip([1]),
-        "map": lambda: map(abs, [1]), "filter": lambda: filter(None, [1]), "reversed": lambda: reversed([1]),
-        "generator": own_generator, "genexpr": lambda: (x for x in [1]), "function": lambda: own_function,
-        "lambda": lambda: (lambda: 0), "bound-method": lambda: [].append, "dict-view": lambda: {1: 2}.items(),
-        "exception": lambda: ValueError(1), "caught-attribute-error": _caught_attribute_error,
-        "fraction": lambda: fractions.Fraction(1, 3), "counter": lambda: collections.Counter("ab"),
-        "defaultdict": lambda: collections.defaultdict(list), "deque": lambda: collections.deque([1]),
-        "ordereddict": lambda: collections.OrderedDict(a=1), "count": lambda: itertools.count(),
-        "chain": lambda: itertools.chain([1]), "groupby": lambda: itertools.groupby([1]),
-        "partial": lambda: functools.partial(abs), "lru": lambda: functools.lru_cache(None)(own_function),
+        "int": lambda: 12345678901,
+        "float": lambda: 1.5,
+        "complex": lambda: 1j,
+        "bool": lambda: True,
+        "str": lambda: "text",
+        "bytes": lambda: b"bytes",
+        "list": lambda: [1],
+        "tuple": lambda: (1, [2]),
+        "dict": lambda: {1: 2},
+        "set": lambda: {1},
+        "frozenset": lambda: frozenset({1}),
+        "range": lambda: range(3),
+        "slice": lambda: slice(1, 2),
+        "iterator": lambda: iter([1]),
+        "enumerate": lambda: enumerate([1]),
+        "zip": lambda: zip([1]),
+        "map": lambda: map(abs, [1]),
+        "filter": lambda: filter(None, [1]),
+        "reversed": lambda: reversed([1]),
+        "generator": own_generator,
+        "genexpr": lambda: (x for x in [1]),
+        "function": lambda: own_function,
+        "lambda": lambda: lambda: 0,
+        "bound-method": lambda: [].append,
+        "dict-view": lambda: {1: 2}.items(),
+        "exception": lambda: ValueError(1),
+        "caught-attribute-error": _caught_attribute_error,
+        "fraction": lambda: fractions.Fraction(1, 3),
+        "counter": lambda: collections.Counter("ab"),
+        "defaultdict": lambda: collections.defaultdict(list),
+        "deque": lambda: collections.deque([1]),
+        "ordereddict": lambda: collections.OrderedDict(a=1),
+        "count": lambda: itertools.count(),
+        "chain": lambda: itertools.chain([1]),
+        "groupby": lambda: itertools.groupby([1]),
+        "partial": lambda: functools.partial(abs),
+        "lru": lambda: functools.lru_cache(None)(own_function),
         "cmp-key": lambda: functools.cmp_to_key(lambda a, b: 0)(1),
         "regression": lambda: statistics.linear_regression([1, 2, 3], [2, 4, 6]),
-        "ndarray": lambda: np.arange(6.0).reshape(2, 3), "np-scalar": lambda: np.float64(1.5),
-        "np-int": lambda: np.int64(3), "np-bool": lambda: np.bool(True), "np-object-array": lambda: np.array([[1]], dtype="O"),
-        "eig": lambda: np.linalg.eig(np.eye(2)), "svd": lambda: np.linalg.svd(np.eye(2)),
-        "unique": lambda: np.unique([1, 1, 2], return_counts=True), "np-complex": lambda: np.sqrt(np.array([-1 + 0j])),
-    }  # fmt: skip
+        "ndarray": lambda: np.arange(6.0).reshape(2, 3),
+        "np-scalar": lambda: np.float64(1.5),
+        "np-int": lambda: np.int64(3),
+        "np-bool": lambda: np.bool(True),
+        "np-object-array": lambda: np.array([[1]], dtype="O"),
+        "eig": lambda: np.linalg.eig(np.eye(2)),
+        "svd": lambda: np.linalg.svd(np.eye(2)),
+        "unique": lambda: np.unique([1, 1, 2], return_counts=True),
+        "np-complex": lambda: np.sqrt(np.array([-1 + 0j])),
+    }
     return probes
 
 
@@ -597,7 +777,7 @@ def test_undefined_name_fails_alike() -> None:
 def test_proxy_is_read_only_and_holds_only_pure_members() -> None:
     proxy = pure._proxy("numpy")
     with pytest.raises(AttributeError):
-        setattr(proxy, "sum", None)
+        proxy.sum = None
     with pytest.raises(AttributeError):
         delattr(proxy, "sum")
     pure_globals()
@@ -686,8 +866,10 @@ def test_end_program_frees_what_the_program_made() -> None:
     import weakref
 
     namespace = pure_globals()
-    source = ("def f():\n    return 1\ndef g():\n    yield 1\nparked = g()\nnext(parked)\n"
-              "cycle = [parked, f]\ncycle.append(cycle)")
+    source = (
+        "def f():\n    return 1\ndef g():\n    yield 1\nparked = g()\nnext(parked)\n"
+        "cycle = [parked, f]\ncycle.append(cycle)"
+    )
     assert check(source) is None
     exec(compile(source, FILENAME, "exec"), namespace)
     function, generator = weakref.ref(namespace["f"]), weakref.ref(namespace["parked"])

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_durability import RUN_STATISTICS, build_input, results_of, slow_program, slow_value
 
 from potrun import engines
 from potrun.cli import main
 from potrun.pipeline import CheckOptions
 from potrun.records import read_records
-from test_durability import RUN_STATISTICS, build_input, results_of, slow_program, slow_value
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'potrun[ray]')")
 pytestmark = pytest.mark.ray
@@ -78,8 +78,9 @@ def test_ray_actor_killed_mid_run(local_ray: None, tmp_path: Path) -> None:
     record is there once, with its right value."""
     count = 240
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"id": k, "output": slow_program(k), "answer": slow_value(k)}) + "\n"
-                             for k in range(count)))  # fmt: skip
+    preds.write_text(
+        "".join(json.dumps({"id": k, "output": slow_program(k), "answer": slow_value(k)}) + "\n" for k in range(count))
+    )
     engine = engines.RayEngine({"workers": 1}, actors=1)
     with engine:
         results = engine.results(read_records(preds), CheckOptions())

@@ -143,9 +143,20 @@ def _puzzles(out: subprocess.CompletedProcess[str], cwd: Path) -> None:
 
 
 # The JSON line the README shows for line 3 of examples/golds.jsonl ("..." stands for more fields).
-VALIDATE_LINE_3 = {"line": 3, "id": "fin-003", "ok": False, "value": None,
-                   "problems": [{"code": "runtime_error", "severity": "error",
-                                 "message": "ZeroDivisionError: float division by zero", "line": 6}]}  # fmt: skip
+VALIDATE_LINE_3 = {
+    "line": 3,
+    "id": "fin-003",
+    "ok": False,
+    "value": None,
+    "problems": [
+        {
+            "code": "runtime_error",
+            "severity": "error",
+            "message": "ZeroDivisionError: float division by zero",
+            "line": 6,
+        }
+    ],
+}
 
 
 def _validate_golds(out: subprocess.CompletedProcess[str], cwd: Path) -> None:
@@ -192,10 +203,16 @@ RUN: dict[str, tuple[tuple[str, ...], Callable[[subprocess.CompletedProcess[str]
     # `--timeout 10`: CPU time decides a timeout, but CPU time itself grows 1.3-1.7x when every core is
     # busy, and line 826 takes 3.8 s of it on an idle machine: at 5 s its verdict can flip under load.
     # With 10 s, bench/load_independence.py found every record the same idle and under a CPU hog.
-    "potrun check ../shared/data/pot/gsm8k_fewshot_codex.jsonl --compare pot":
-        (("--timeout", "10", "--quiet", "--summary-json", "summary.json"), _gsm8k, True),
-    "potrun check ../shared/data/pot/svamp_fewshot_codex.jsonl --compare pot --abs":
-        (("--quiet", "--summary-json", "summary.json"), _svamp, True),
+    "potrun check ../shared/data/pot/gsm8k_fewshot_codex.jsonl --compare pot": (
+        ("--timeout", "10", "--quiet", "--summary-json", "summary.json"),
+        _gsm8k,
+        True,
+    ),
+    "potrun check ../shared/data/pot/svamp_fewshot_codex.jsonl --compare pot --abs": (
+        ("--quiet", "--summary-json", "summary.json"),
+        _svamp,
+        True,
+    ),
     "potrun validate examples/golds.jsonl --out report.jsonl --fix-answers fixed.jsonl": ((), _validate_golds, False),
     # `--timeout 30`: line 826's ~3.8 s loop can pass the 5 s CPU limit on a busy machine (the README says so)
     "potrun validate ../shared/data/pot/gsm8k_fewshot_codex.jsonl --program-field generated --answer-field answer "
@@ -205,12 +222,15 @@ RUN: dict[str, tuple[tuple[str, ...], Callable[[subprocess.CompletedProcess[str]
     "--id-field doc_id": (("--quiet", "--summary-json", "summary.json"), _harness_file(4, 4, 3), False),
     # one record's id is missing from the gold file: no_gold, counted, not in the accuracy
     "potrun check examples/openai_batch_output.jsonl --code-field response.body.choices.0.message.content "
-    "--id-field custom_id --gold examples/openai_batch_golds.jsonl":
-        (("--quiet", "--summary-json", "summary.json"), _harness_file(5, 3, 2), False),
+    "--id-field custom_id --gold examples/openai_batch_golds.jsonl": (
+        ("--quiet", "--summary-json", "summary.json"),
+        _harness_file(5, 3, 2),
+        False,
+    ),
     "potrun doctor": ((), _exit_0, False),
     "potrun image build --help": ((), _exit_0, False),
     "potrun --version": ((), _version, False),
-}  # fmt: skip
+}
 
 # The usage synopsis: placeholders in capitals and optional [--flags]; each runs as `--help`, which must
 # name every flag the line shows.
@@ -226,9 +246,9 @@ SYNOPSIS = {
 # The Python blocks (by their first line) and what they print.
 PYTHON = {
     "from potrun import Sandbox, compare": "ok 42 solution warm\nok 2 None\nok 2.5 None\nerror None ZeroDivisionError\n"
-                                           "True\nTrue\n",
+    "True\nTrue\n",
     "from potrun.rewards import configure, pot_reward, shaped_pot_reward": "[1.0, 0.0, 0.0]\n[1.0, 0.1, 0.0]\n",
-}  # fmt: skip
+}
 PYTHON_INLINE = {'for r in potrun.validate("golds.jsonl"): r.ok, r.problems'}
 
 # What runs elsewhere, or is no command at all, and why.
@@ -275,21 +295,22 @@ ELSEWHERE = {
 }
 # Indented blocks that are not commands: checked by the tests named.
 TEXT = {
-    '{"line": 3, "id": "fin-003", "ok": false, "problems": [{"code": "runtime_error", "severity": "error",':
-        "test_validate_output_example",
-    "potrun/      types (leaf), records, pipeline, comparators, scoring, checklists, validation, report,":
-        "test_layout_names_real_modules",
-    "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout":
-        "tests/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
-}  # fmt: skip
+    '{"line": 3, "id": "fin-003", "ok": false, "problems": [{"code": "runtime_error", "severity": "error",': "test_validate_output_example",
+    "potrun/      types (leaf), records, pipeline, comparators, scoring, checklists, validation, report,": "test_layout_names_real_modules",
+    "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout": "tests/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
+}
 
 ITEMS = readme_items(README.read_text(encoding="utf-8"))
 
 
 def test_every_item_is_accounted_for() -> None:
     found = {(item.kind, item.text) for item in ITEMS}
-    named = ({("command", c) for c in [*RUN, *SYNOPSIS, *ELSEWHERE]} | {("python", p) for p in PYTHON}
-             | {("python-inline", p) for p in PYTHON_INLINE} | {("text", t) for t in TEXT})  # fmt: skip
+    named = (
+        {("command", c) for c in [*RUN, *SYNOPSIS, *ELSEWHERE]}
+        | {("python", p) for p in PYTHON}
+        | {("python-inline", p) for p in PYTHON_INLINE}
+        | {("text", t) for t in TEXT}
+    )
     python_blocks = {(item.kind, item.text.split("\n", 1)[0]) for item in ITEMS if item.kind == "python"}
     found = {f for f in found if f[0] != "python"} | python_blocks
     assert sorted(found - named) == [], "README items no table in tests/test_readme.py names"
@@ -349,8 +370,11 @@ def test_layout_names_real_modules() -> None:
     sandbox_part = sandbox_part.split("    extractors/", 1)[0]
     for word in re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", "", potrun_part.replace("potrun/", ""))):
         assert (REPO / "potrun" / f"{word}.py").exists(), word
-    named = re.findall(r"\b(worker|runner|protocol|values|seeding|isolation|namespace|memcg|seccomp|pool|process|"
-                       r"docker|api|image)\b", sandbox_part)  # fmt: skip
+    named = re.findall(
+        r"\b(worker|runner|protocol|values|seeding|isolation|namespace|memcg|seccomp|pool|process|"
+        r"docker|api|image)\b",
+        sandbox_part,
+    )
     assert len(set(named)) == 14
     for word in named:
         assert (REPO / "sandbox" / f"{word}.py").exists(), word

@@ -50,7 +50,10 @@ REFUSED = [
     ("try-in-generator", "def g():\n    try:\n        yield 1\n    finally:\n        print('late')\nans = next(g())"),
     ("attribute-write", "import math\nmath.pi = 3\nans = 1"),
     ("builtins-name", "ans = __builtins__"),
-    ("nonlocal-no-store", "def f():\n    x = 1\n    def g():\n        nonlocal x\n        return x\n    return g()\nans = f()"),
+    (
+        "nonlocal-no-store",
+        "def f():\n    x = 1\n    def g():\n        nonlocal x\n        return x\n    return g()\nans = f()",
+    ),
     ("dtype-attribute", "import numpy as np\nans = np.zeros(2).dtype"),
 ]
 
@@ -89,7 +92,10 @@ def test_a_cyclic_answer_leaves_no_memory_behind(warm: Sandbox, name: str, attac
 
 
 CRASHERS = [
-    ("chain-overflow", "import itertools\nx = iter([1])\nfor _ in range(10**6):\n    x = itertools.chain(x)\nans = next(x)\n"),
+    (
+        "chain-overflow",
+        "import itertools\nx = iter([1])\nfor _ in range(10**6):\n    x = itertools.chain(x)\nans = next(x)\n",
+    ),
     ("map-overflow-on-free", "x = [1]\nfor _ in range(10**6):\n    x = map(abs, x)\nans = 1\n"),
 ]
 
@@ -106,7 +112,9 @@ def test_a_crash_is_the_programs_own(warm: Sandbox, name: str, attack: str) -> N
 
 # How deep a program may recurse must not depend on how many frames the runner has under it (the warm
 # runner had one more than a fork: 985 vs 986): a runner sets the limit RECURSION_DEPTH above its own.
-RECURSION_DEPTH = "def f(n):\n    try:\n        return f(n + 1)\n    except RecursionError:\n        return n\nans = f(0)\n"
+RECURSION_DEPTH = (
+    "def f(n):\n    try:\n        return f(n + 1)\n    except RecursionError:\n        return n\nans = f(0)\n"
+)
 
 SAME_VERDICT = [
     pytest.param(RECURSION_DEPTH, id="recursion-depth"),
@@ -130,10 +138,14 @@ MARKER_READ = "open('/tmp/potrun-redteam-marker').read()"
 ESCAPES = [
     ("simplify-string", "import sympy\nans = str(sympy.simplify(\"__import__('os').popen('id').read()\"))\n"),
     ("simplify-globals", "import sympy\nans = str(sympy.simplify(\"Symbol.__init__.__globals__['__builtins__']\"))\n"),
-    ("lambdify-function-name",
-     f"import sympy\nx = sympy.Symbol('x')\nf = sympy.Function(\"{MARKER_READ}\")\nans = str(sympy.nsolve(f(x) - x, x, 1))\n"),
-    ("lambdify-symbol-name",
-     f"import sympy\nx = sympy.Symbol(\"x)+{MARKER_READ}+(x\")\nans = str(sympy.nsolve(x**2 - 2, x, 1))\n"),
+    (
+        "lambdify-function-name",
+        f"import sympy\nx = sympy.Symbol('x')\nf = sympy.Function(\"{MARKER_READ}\")\nans = str(sympy.nsolve(f(x) - x, x, 1))\n",
+    ),
+    (
+        "lambdify-symbol-name",
+        f'import sympy\nx = sympy.Symbol("x)+{MARKER_READ}+(x")\nans = str(sympy.nsolve(x**2 - 2, x, 1))\n',
+    ),
 ]
 
 

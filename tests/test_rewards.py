@@ -78,9 +78,11 @@ def test_score_records_for_logging() -> None:
 
 def test_closed_at_exit() -> None:
     """A script that uses the reward and exits leaves no sandbox worker behind."""
-    script = ("from potrun.rewards import pot_reward, _state\n"
-              "print(pot_reward(['ans = 2'], answer=[2]))\n"
-              "print(*[s.conn.process.pid for s in _state['box'].sandbox._pool.slots])\n")  # fmt: skip
+    script = (
+        "from potrun.rewards import pot_reward, _state\n"
+        "print(pot_reward(['ans = 2'], answer=[2]))\n"
+        "print(*[s.conn.process.pid for s in _state['box'].sandbox._pool.slots])\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     first, pids = done.stdout.splitlines()

@@ -14,8 +14,8 @@ import os
 import sys
 
 import pytest
-
 from conftest import describe
+
 from potrun import Isolation, Sandbox, Status, UsageError
 from potrun.policies import get_policy
 from potrun.policies.restricted import Guards, PolicyViolation
@@ -37,15 +37,27 @@ IMPORTS = [
     ("import-subprocess", "import subprocess\nans = 1", "policy_violation", None),
     # Modules that a worker imports only on demand, or that numpy makes on first use: what they hold is
     # unknown when the program is checked, so it takes the guarded path, which refuses what they reach.
-    ("on-demand-module-reaches-warnings", "import numpy as np\nans = str(np.polynomial.polyutils.warnings)",
-     "policy_violation", None),
+    (
+        "on-demand-module-reaches-warnings",
+        "import numpy as np\nans = str(np.polynomial.polyutils.warnings)",
+        "policy_violation",
+        None,
+    ),
     ("on-demand-module-reaches-mtrand", "import numpy as np\nans = str(np.random.mtrand)", "policy_violation", None),
     ("lazy-numpy-submodule", "import numpy as np\nans = str(np.ma)", "policy_violation", None),
     ("sympy-submodule", "import sympy\nans = str(sympy.plotting)", "policy_violation", None),
-    ("on-demand-module-works", "import numpy as np\nans = float(np.polynomial.polynomial.polyval(2, [1, 2, 3]))",
-     "ok", 17.0),
-    ("numpy-random-works", "import numpy as np\nans = int(np.random.default_rng(1).integers(10))", "ok",
-     int(__import__("numpy").random.default_rng(1).integers(10))),
+    (
+        "on-demand-module-works",
+        "import numpy as np\nans = float(np.polynomial.polynomial.polyval(2, [1, 2, 3]))",
+        "ok",
+        17.0,
+    ),
+    (
+        "numpy-random-works",
+        "import numpy as np\nans = int(np.random.default_rng(1).integers(10))",
+        "ok",
+        int(__import__("numpy").random.default_rng(1).integers(10)),
+    ),
 ]
 
 
@@ -161,8 +173,7 @@ def test_a_worker_imports_on_demand_the_modules_its_programs_used() -> None:
     forked program has imported it, the worker imports it too, and later forks start with it."""
     expected = 10.0
     with Sandbox(policy="trusted", isolation="fork", workers=1, timeout=10) as box:
-        before, used, after, again = box.run_many([HOLDS_NUMPY_FFT, USES_NUMPY_FFT, HOLDS_NUMPY_FFT,
-                                                   USES_NUMPY_FFT])  # fmt: skip
+        before, used, after, again = box.run_many([HOLDS_NUMPY_FFT, USES_NUMPY_FFT, HOLDS_NUMPY_FFT, USES_NUMPY_FFT])
     assert before.value is False, describe(before)
     assert used.status is Status.OK and used.value == expected, describe(used)
     assert after.value is True, describe(after)
@@ -172,7 +183,9 @@ def test_a_worker_imports_on_demand_the_modules_its_programs_used() -> None:
 def test_fork_isolation_gets_two_workers_per_core() -> None:
     from potrun.sandbox.pool import default_workers
 
-    assert Sandbox(policy="trusted", isolation="fork").workers == 2 * default_workers() == default_workers(Isolation.FORK)
+    assert (
+        Sandbox(policy="trusted", isolation="fork").workers == 2 * default_workers() == default_workers(Isolation.FORK)
+    )
     assert Sandbox(policy="restricted").workers == Sandbox(policy="trusted").workers == default_workers()
 
 
@@ -202,7 +215,6 @@ def test_numpy_is_imported_by_the_worker_before_the_first_program_that_names_it(
     assert before.value is False, describe(before)
     assert named.value is True, describe(named)
     assert after.value is True, describe(after)
-
 
 
 def test_warm_workers_are_not_pinned() -> None:

@@ -14,7 +14,9 @@ from potrun.types import ExecResult, Status
 # ----------------------------------------------------------------- pass@k
 
 
-@pytest.mark.parametrize("n,c,k", [(n, c, k) for n in (1, 2, 5, 10, 20) for c in range(n + 1) for k in (1, 2, 5, 10) if k <= n])
+@pytest.mark.parametrize(
+    "n,c,k", [(n, c, k) for n in (1, 2, 5, 10, 20) for c in range(n + 1) for k in (1, 2, 5, 10) if k <= n]
+)
 def test_pass_at_k_matches_the_binomial_formula(n: int, c: int, k: int) -> None:
     assert pass_at_k(n, c, k) == pytest.approx(1 - comb(n - c, k) / comb(n, k), abs=1e-12)
 

@@ -128,8 +128,12 @@ def test_report_values_and_json(reports: dict) -> None:
     line = reports["not-finite-nan"].to_json()
     assert json.loads(json.dumps(line, allow_nan=False))["value"] == "NaN"
     assert set(line) >= {"id", "line", "problems", "value", "ok"}
-    assert line["problems"][0] == {"code": "not_finite", "severity": "error", "message": "the answer is NaN",
-                                   "line": None}  # fmt: skip
+    assert line["problems"][0] == {
+        "code": "not_finite",
+        "severity": "error",
+        "message": "the answer is NaN",
+        "line": None,
+    }
     with pytest.raises(dataclasses.FrozenInstanceError):
         Problem("slow", "warning", "m").code = "x"  # type: ignore[misc]
     assert hash(reports["wrong-answer"].problems[0]) == hash(reports["wrong-answer"].problems[0])
@@ -142,7 +146,7 @@ def test_ignore_drops_codes() -> None:
 
 
 def test_public_api_is_callable_from_the_package() -> None:
-    import potrun.validation  # noqa: F401  (importing the submodule must not change potrun.validate)
+    import potrun.validation
 
     (report,) = potrun.validate([{"id": 1, "python_solution": "ans = 2"}], workers=1, ignore={"no_comment"})
     assert isinstance(report, potrun.ValidationReport) and report.value == 2
@@ -157,8 +161,10 @@ def test_streams_records_and_keeps_the_sandbox_warm() -> None:
             next(consumed)
             yield {"id": number, "python_solution": f"def solution():\n    # n\n    n = {number}\n    return n"}
 
-    with Sandbox(policy="trusted", workers=1, hash_seed=0) as box, \
-            Sandbox(policy="trusted", workers=1, hash_seed=1) as again:  # fmt: skip
+    with (
+        Sandbox(policy="trusted", workers=1, hash_seed=0) as box,
+        Sandbox(policy="trusted", workers=1, hash_seed=1) as again,
+    ):
         first = list(itertools.islice(validate(records(), sandbox=box, recheck=again), 50))
         assert [r.value for r in first] == list(range(50)) and all(r.ok and not r.problems for r in first)
         assert next(consumed) < 500  # read as needed, not loaded whole
@@ -167,7 +173,10 @@ def test_streams_records_and_keeps_the_sandbox_warm() -> None:
 
 def test_one_sandbox_runs_each_program_twice() -> None:
     golds = [
-        {"id": "pid", "python_solution": "import time\ndef solution():\n    # the clock\n    x = 1\n    return time.time_ns()"},
+        {
+            "id": "pid",
+            "python_solution": "import time\ndef solution():\n    # the clock\n    x = 1\n    return time.time_ns()",
+        },
         {"id": "fine", "python_solution": "def solution():\n    # fine\n    x = 1\n    return x"},
     ]
     with Sandbox(policy="trusted", workers=2) as box:
@@ -215,10 +224,20 @@ def test_cli_exit_codes_and_output(tmp_path: Path) -> None:
     code, lines = run_cli(tmp_path, str(EXAMPLE))
     assert code == 1 and len(lines) == 5
     assert [[p["code"] for p in line["problems"]] for line in lines] == [
-        [], ["wrong_answer"], ["runtime_error"], ["no_comment"], ["no_answer", "print_only_answer"]]
+        [],
+        ["wrong_answer"],
+        ["runtime_error"],
+        ["no_comment"],
+        ["no_answer", "print_only_answer"],
+    ]
     clean = tmp_path / "clean.jsonl"
-    clean.write_text("".join(json.dumps(json.loads(line)) + "\n" for line in EXAMPLE.read_text().splitlines()
-                             if json.loads(line)["id"] in ("fin-001", "fin-004")))  # fmt: skip
+    clean.write_text(
+        "".join(
+            json.dumps(json.loads(line)) + "\n"
+            for line in EXAMPLE.read_text().splitlines()
+            if json.loads(line)["id"] in ("fin-001", "fin-004")
+        )
+    )
     assert run_cli(tmp_path, str(clean))[0] == 0  # warnings alone pass
     assert run_cli(tmp_path, str(clean), "--strict")[0] == 1
     assert run_cli(tmp_path, str(clean), "--strict", "--ignore", "no_comment")[0] == 0
@@ -250,8 +269,9 @@ def test_cli_fix_answers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert len(changed) == 1
     before, after = (json.loads(x) for x in changed[0])
     assert (before["id"], before["ground_truth"], after["ground_truth"]) == ("fin-002", 12.0, 12.5)
-    assert {k: v for k, v in before.items() if k != "ground_truth"} == \
-        {k: v for k, v in after.items() if k != "ground_truth"}  # fmt: skip
+    assert {k: v for k, v in before.items() if k != "ground_truth"} == {
+        k: v for k, v in after.items() if k != "ground_truth"
+    }
     assert "line 2 (id fin-002): 12.0 -> 12.5" in capsys.readouterr().err
     assert run_cli(tmp_path, str(fixed), "--ignore", "runtime_error,no_answer")[0] == 0
 
@@ -283,8 +303,9 @@ print("ok" if namespace.get("ans") is not None else "no_answer")
 def reference_outcome(source: str) -> str:
     """PoT's own `safe_execute`, in a plain subprocess: how an unsandboxed run of the program ends."""
     try:
-        done = subprocess.run([sys.executable, "-c", REFERENCE], input=source, capture_output=True, text=True,
-                              timeout=5)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", REFERENCE], input=source, capture_output=True, text=True, timeout=5
+        )
     except subprocess.TimeoutExpired:
         return "timeout"
     return done.stdout.strip()
@@ -298,8 +319,12 @@ def test_gsm8k_pot_programs_as_golds() -> None:
     assert len(reports) == len(records) == 1318
     failed_for_authors = [n for n, r in enumerate(records, start=1) if r["executed"] is None and n not in KNOWN]
     with ThreadPoolExecutor(8) as pool:
-        outcomes = dict(zip(failed_for_authors, pool.map(lambda n: reference_outcome(records[n - 1]["generated"][0]),
-                                                          failed_for_authors)))  # fmt: skip
+        outcomes = dict(
+            zip(
+                failed_for_authors,
+                pool.map(lambda n: reference_outcome(records[n - 1]["generated"][0]), failed_for_authors),
+            )
+        )
     tally: Counter[str] = Counter()
     for number, (record, report) in enumerate(zip(records, reports), start=1):
         assert report.line == number
