@@ -1,0 +1,242 @@
+"""Preset "longdocurl": LongDocURL `utils/utils_score_v3.eval_score` with its Integer/Float/String/List/None
+formats, after the `eval()` its pipeline applies to the extracted answer (`safe_eval` stands in).
+
+`longdocurl_score` gives the peer's score in [0, 1]; `_judge_longdocurl` the verdict, and names the
+leniencies. Text is scored by ANLS on the Levenshtein distance (`_levenshtein`, used by nothing else).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from types import MappingProxyType
+from typing import Any
+
+from potrun.comparators.common import is_number
+from potrun.comparators.golds import gsm8k_number
+from potrun.comparators.preset import Preset
+from potrun.comparators.safe_eval import EvalFailed, safe_eval
+from potrun.types import Verdict
+
+__all__ = ["PRESET", "longdocurl_score"]
+
+_SUFFIXES = (
+    "kg",
+    "mm",
+    "m",
+    "meters",
+    "acres",
+    "minutes",
+    "mile",
+    "miles",
+    "million",
+    "thousand",
+    "billion",
+)
+_PARENS = re.compile(r"\s*\([^)]*\)")
+_QUOTES = re.compile(r"^['\"]|['\"]$")
+_INT_COMMAS = re.compile(r"\d+,\s*\d+", re.DOTALL)
+_EXACT = (
+    re.compile(r"\b\d+(-\d+|\s\d+)?\b"),
+    re.compile(r"\b\d{4}[-\s]\d{2}[-\s]\d{2}\b"),
+    re.compile(r"\b\d{4}[-\s]\d{2}\b"),
+    re.compile(r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}"),
+)
+
+
+def _clean(x: Any) -> str:
+    """get_clean_string: lower, drop commas, character-set rstrip of unit words, drop (...), $ £ %."""
+    s = str(x).lower().strip().replace(",", "")
+    for suffix in _SUFFIXES:
+        if s.endswith(suffix):
+            s = s.rstrip(suffix).strip()  # a character-set strip, as in the peer
+    s = _PARENS.sub("", s).strip()
+    s = _QUOTES.sub("", s).strip()
+    s = s.strip().lstrip("$").strip()
+    s = s.strip().lstrip("£").strip()
+    return s.strip().rstrip("%").strip()
+
+
+def _is_exact_match(s: str) -> bool:
+    return (
+        "https://" in s
+        or s.endswith((".py", "ipynb"))
+        or s.startswith("page")
+        or "a.m." in s
+        or "p.m." in s
+        or any(p.fullmatch(s) for p in _EXACT)
+    )
+
+
+def _levenshtein(a: str, b: str) -> int:
+    if len(a) > len(b):
+        a, b = b, a
+    prev = list(range(len(a) + 1))
+    for j, cb in enumerate(b):
+        cur = [j + 1]
+        for i, ca in enumerate(a):
+            cur.append(prev[i] if ca == cb else 1 + min(prev[i], prev[i + 1], cur[-1]))
+        prev = cur
+    return prev[-1]
+
+
+def _anls(gt: str, pred: str, threshold: float = 0.5) -> float:
+    length = max(len(gt.upper()), len(pred.upper()))
+    score = 1.0 - (0.0 if length == 0 else _levenshtein(gt, pred) / length)
+    return 0.0 if score <= threshold else score
+
+
+def _precision(x: Any) -> int:
+    text = str(x)
+    return len(text.split(".")[-1]) if "." in text else 3
+
+
+def _is_float_equal(reference: Any, prediction: Any) -> bool:
+    """is_float_equal(include_percentage=True, is_close=True); raises where the peer raises."""
+    ref = float(str(reference).strip().rstrip("%").strip())
+    try:
+        pred = float(str(prediction).strip().rstrip("%").strip())
+    except Exception:
+        return False
+    for item in (ref / 100, ref, ref * 100):
+        try:
+            if math.isclose(item, pred, rel_tol=0.01):
+                return True
+            precision = max(min(_precision(pred), _precision(item)), 2)
+            if round(pred, precision) == round(item, precision):
+                return True
+        except Exception:
+            continue
+    return False
+
+
+def _join_int_commas(s: str) -> str:
+    return "".join(part.strip() for part in s.split(",")) if _INT_COMMAS.search(s) else s
+
+
+def _eval_if_list(x: Any) -> Any:
+    if isinstance(x, str) and x.startswith("["):
+        try:
+            return safe_eval(x)
+        except EvalFailed:
+            return x
+    return x
+
+
+def longdocurl_score(value: Any, gold: Any, answer_format: str) -> float:
+    """LongDocURL `eval_score(gt, pred, answer_type)` (utils/utils_score_v3.py): a score in [0, 1]."""
+    gt, pred = gold, value
+    if answer_format == "Integer":
+        try:
+            gt = _join_int_commas(_clean(str(gt)))
+            gt = int(gt)
+        except Exception:
+            pass
+        try:
+            pred = int(_join_int_commas(_clean(str(pred))))
+        except Exception:
+            pred = ""
+        return float(gt == pred)
+    if answer_format == "Float":
+        gt = _join_int_commas(_clean(str(gt)))
+        pred = _join_int_commas(_clean(str(pred)))
+        try:
+            gt = float(gt)
+        except Exception:
+            pass
+        try:
+            pred = float(pred)
+        except Exception:
+            pred = str(pred)
+        try:
+            return float(_is_float_equal(gt, pred))
+        except Exception:
+            return 0.0
+    if answer_format in ("String", "None"):
+        gt, pred = _clean(gt), _clean(pred)
+        return float(gt == pred) if _is_exact_match(gt) else _anls(gt, pred)
+    # List (and any other format name, as in the peer's else branch)
+    gt, pred = _eval_if_list(gt), _eval_if_list(pred)
+    gts = gt if isinstance(gt, list) else [gt]
+    preds = pred if isinstance(pred, list) else [pred]
+    if not gts:
+        return 0.0  # the peer raises IndexError on an empty gold list
+    if not preds:
+        preds = [""]
+    if isinstance(gts[0], dict):
+        gts = ["-".join(str(v) for v in d.values()) for d in gts]
+    if isinstance(preds[0], dict):
+        preds = ["-".join(str(v) for v in d.values()) for d in preds]
+    gts = [_clean(a) for a in gts]
+    preds = [_clean(a) for a in preds]
+    if _isfloat(gts[0]) or _is_exact_match(gts[0]):
+        return float("-".join(gts) == "-".join(preds))
+    greedy = [max(_anls(g, p) for p in preds) for g in gts]
+    too_many: float = min(1, len(gts) / len(preds)) ** 0.5  # a penalty for predicting extra items
+    return sum(greedy) / len(gts) * too_many
+
+
+def _isfloat(x: str) -> bool:
+    try:
+        float(x)
+        return True
+    except Exception:
+        return False
+
+
+def _infer_format(gold: Any) -> str:
+    if gold is None:
+        return "None"
+    if is_number(gold):
+        return "Integer" if isinstance(gold, int) else "Float"
+    if isinstance(gold, (list, tuple)):
+        return "List"
+    return "String"
+
+
+def _judge_longdocurl(
+    value: Any,
+    gold: Any,
+    *,
+    answer_format: str | None,
+    eval_pred: bool,
+    min_score: float,
+) -> Verdict:
+    """LongDocURL `eval_score(gt, pred, answer_type)` from utils/utils_score_v3.py (score_v3).
+
+    `answer_format`: Integer, Float, String, List or None (the dataset's field; inferred from the
+    gold when omitted: None -> "None", int -> Integer, float -> Float, list -> List, else String).
+    A gold None means "Not answerable". With `eval_pred` (default, as the pipeline does) a string
+    prediction is first eval()'d, a set becoming a list; "Fail to extract" scores 0. LongDocURL
+    averages a score in [0, 1] (ANLS for text); the verdict is correct iff score >= min_score
+    (default 1.0: exact after cleaning). `longdocurl_score()` gives the score itself.
+
+    Leniencies and defects (PEERS.md 6, 7, 9 4.1.9, 4.2.6): Float uses rel_tol=0.01 and also
+    accepts gold/100 and gold*100, and rounds both sides to max(min(decimals), 2); units are
+    removed with a character-set rstrip ("5 million" equals "5"); commas are dropped, so "2,50"
+    is 250; parenthesised text is deleted, so "(1,234)" is empty; eval() turns "1,234" into the
+    tuple (1, 234), which then scores 0; numeric lists are compared in order by "-".join.
+    """
+    if eval_pred and value == "Fail to extract":
+        return Verdict(False, "longdocurl: extraction failed")
+    fmt = answer_format or _infer_format(gold)
+    if gold is None:
+        gold = "Not answerable"
+    if eval_pred and isinstance(value, str):
+        try:
+            evaluated = safe_eval(value)
+            value = list(evaluated) if isinstance(evaluated, set) else evaluated
+        except EvalFailed:
+            pass
+    score = longdocurl_score(value, gold, fmt)
+    ok = score >= min_score
+    return Verdict(ok, f"longdocurl {fmt}: score {score:.4g}{'' if ok else f' < {min_score:g}'}")
+
+
+PRESET = Preset(
+    "longdocurl",
+    _judge_longdocurl,
+    MappingProxyType({"answer_format": None, "eval_pred": True, "min_score": 1.0}),
+    "LongDocURL utils/utils_score_v3.eval_score",
+    gsm8k_answer=gsm8k_number,
+)

@@ -1,0 +1,42 @@
+"""`Preset`: a named comparator, the unit the registry (`potrun.comparators.PRESETS`) holds.
+
+Each preset module (default, pot, docmath, tatqa, longdocurl, mathqa) defines one `PRESET`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from potrun.comparators.golds import gsm8k_gold
+from potrun.types import UsageError, Value, Verdict
+
+__all__ = ["Preset"]
+
+
+@dataclass(frozen=True, eq=False)
+class Preset:
+    """A named comparator: the function that judges, the options it takes, and what it reproduces."""
+
+    name: str
+    judge: Callable[..., Verdict]
+    defaults: Mapping[str, Any]
+    reproduces: str
+    # How the preset takes a GSM8K-format gold's answer text (`golds`): as text by default.
+    gsm8k_answer: Callable[[str], Any] = str
+    # What the preset reads in an answer text (`read_answer`); None: it compares the text as it is.
+    read: Callable[..., Value] | None = None
+
+    def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
+        unknown = sorted(set(options) - set(self.defaults))
+        if unknown:
+            raise UsageError(
+                f"preset {self.name!r} takes no option {', '.join(unknown)}; "
+                f"it takes: {', '.join(sorted(self.defaults)) or 'none'}"
+            )
+        if isinstance(gold, str):
+            answer = gsm8k_gold(gold)
+            if answer is not None:
+                gold = self.gsm8k_answer(answer)
+        return self.judge(value, gold, **{**self.defaults, **options})
