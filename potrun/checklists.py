@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from potrun.comparators.default import DEFAULTS
 from potrun.extractors import find_numbers
 from potrun.scoring import ChecklistItem, check_checklist, majority_vote, pass_at_k
 from potrun.types import ExecResult, Status, Value, json_safe
@@ -193,7 +194,7 @@ def score_process(
     if process.checklist is not None and result.scored:
         main, mode = outcomes[0], modes[0]
         observed = (process.text_numbers or ()) if mode == "cot" else (main.captured or ())
-        rel_tol = options.compare_options.get("rel_tol", 1e-4)
+        rel_tol = options.compare_options.get("rel_tol", DEFAULTS.rel_tol)
         verdict = check_checklist(observed, process.checklist, rel_tol=rel_tol)
         missing = [spec for spec, item in zip(process.checklist_specs, process.checklist) if item in verdict.missing]
         changes["checklist_passed"] = verdict.passed

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from potrun.comparators import GoldRange, compare, parse_range
+from potrun.comparators.default import DEFAULTS
 from potrun.extractors.numbers import parse_number
 from potrun.types import ExecResult, Status, Value
 
@@ -176,14 +177,15 @@ def _present(item: ChecklistItem, observed: Sequence[float], rel_tol: float, abs
 def check_checklist(
     observed_numbers: Iterable[float],
     checklist: Sequence[ChecklistItem | float | Mapping[str, Any] | str],
-    rel_tol: float = 1e-4,
-    abs_tol: float = 0.0,
+    rel_tol: float = DEFAULTS.rel_tol,
+    abs_tol: float = DEFAULTS.abs_tol,
 ) -> ChecklistResult:
     """Check that each required intermediate value appears among `observed_numbers`.
 
     An item is found when some observed number is within `rel_tol`/`abs_tol` of its value
-    (math.isclose), or inside its inclusive range. Items are checked independently: one observed
-    number may satisfy several items. bools and NaN among the observed numbers are ignored.
+    (math.isclose; the default comparator's tolerance unless given), or inside its inclusive range.
+    Items are checked independently: one observed number may satisfy several items. bools and NaN
+    among the observed numbers are ignored.
     """
     observed = []
     for o in observed_numbers:
