@@ -96,7 +96,7 @@ class DefaultOptions:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> DefaultOptions:
-        """The options as a caller gave them (a YAML 1 for True, an int tolerance), each in its default's type."""
+        """The options as a caller gave them, each of its default's type (1 becomes True, 0 a float)."""
         defaults = cls()
         return cls(**{f.name: type(getattr(defaults, f.name))(options[f.name]) for f in fields(cls)})
 
