@@ -20,17 +20,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from potrun.checklists import ProcessGold, ProcessGoldError, read_process_gold, score_process
 from potrun.comparators import PRESETS, compare, read_answer
 from potrun.extractors import classify_output, extract_answer, extract_program
-from potrun.records import Record, first_field, read_records
+from potrun.process_golds import (
+    CHECKER_ENTRY,
+    CHECKER_ISOLATION,
+    CHECKER_POLICY,
+    ProcessGold,
+    ProcessGoldError,
+    accepted,
+    checker_programs,
+    checker_report,
+    checklist_outcome,
+    read_process_gold,
+)
+from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, first_field, read_records
 from potrun.sandbox.api import Sandbox
 from potrun.scoring import majority_vote, pass_at_k
 from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
 
-CODE_FIELDS = ("code", "output", "generated", "prediction")
-GOLD_FIELDS = ("answer", "ground_truth", "gold")
-ID_FIELDS = ("id", "qid", "uid", "question_id", "idx")
 MODES = ("pot", "cot", "auto")
 SKIPPED = "skipped"
 BAD_RECORD = "bad_record"
@@ -52,7 +60,7 @@ class CheckOptions:
     compare_options: Mapping[str, Any] = field(default_factory=dict)
     ks: tuple[int, ...] = (1,)
     strict: bool = False
-    checklist_field: str | None = "checklist"  # process golds (potrun.checklists); None: not read
+    checklist_field: str | None = "checklist"  # process golds (potrun.process_golds); None: not read
     checker_field: str | None = "checker"
 
     def __post_init__(self) -> None:
@@ -82,7 +90,7 @@ class Prepared:
     samples: list[Sample] = field(default_factory=list)
     outcome: str | None = None  # skipped / bad_record: nothing to run
     message: str | None = None
-    process: ProcessGold | None = None  # a checklist or checker (potrun.checklists)
+    process: ProcessGold | None = None  # a checklist or checker (potrun.process_golds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,10 +286,23 @@ def finish(
         return RecordResult(prepared.line, prepared.id, prepared.outcome, error=prepared.message)
     results = iter(executed)
     outcomes = [_sample_outcome(sample, results) for sample in prepared.samples]
-    main = outcomes[0]
-    verdicts = _verdicts(main, prepared, options) if not _has_checker(prepared) else None
-    correct = verdicts[options.presets[0]] if verdicts is not None else None
-    summary = _samples_summary(outcomes, prepared, options) if len(outcomes) > 1 else None
+    main, process = outcomes[0], prepared.process
+    checked: dict[int, ExecResult] | None = None
+    sample_verdicts: list[bool] | None = None
+    verdicts: dict[str, bool] | None = None
+    if process is not None and process.checker is not None:  # the checker is the judge of every sample
+        checked = _run_checker(sandbox, process.checker, outcomes)
+        judged = [i in checked and accepted(checked[i]) for i in range(len(outcomes))]
+        sample_verdicts, verdicts = judged, {preset: judged[0] for preset in options.presets}
+    else:
+        verdicts = _verdicts(main, prepared, options)
+        several = verdicts is not None and len(outcomes) > 1
+        sample_verdicts = _sample_verdicts(outcomes, prepared.gold, options) if several else None
+    checklist_passed, checklist_missing = None, None
+    if process is not None and process.checklist is not None:
+        checklist_passed, checklist_missing = checklist_outcome(
+            process, prepared.samples[0].mode, main, options.compare_options.get("rel_tol")
+        )
     result = RecordResult(
         line=prepared.line,
         id=prepared.id,
@@ -289,7 +310,7 @@ def finish(
         value=main.value,
         value_type=main.value_type,
         gold=prepared.gold,
-        correct=correct,
+        correct=verdicts[options.presets[0]] if verdicts is not None else None,
         verdicts=verdicts,
         entry=main.entry,
         mode=prepared.samples[0].mode,
@@ -300,13 +321,29 @@ def finish(
         timeout_kind=main.timeout_kind,
         wall_s=main.wall_s,
         cpu_s=main.cpu_s,
-        samples=summary,
+        samples=_samples_summary(outcomes, sample_verdicts, prepared, options, checked is not None)
+        if len(outcomes) > 1
+        else None,
         isolation=main.isolation,
+        checklist_passed=checklist_passed,
+        checklist_missing=checklist_missing,
+        checker=checker_report(checked.get(0)) if checked is not None else None,
     )
-    if prepared.process is not None:
-        modes = [sample.mode for sample in prepared.samples]
-        result = score_process(result, prepared.process, modes, outcomes, options, sandbox)
     return _with_answer_reading(result, prepared.samples[0], options)
+
+
+def _run_checker(sandbox: Sandbox | None, checker: str, outcomes: list[ExecResult]) -> dict[int, ExecResult]:
+    """The checker's result on each sample that has an answer, by the sample's position. It runs on
+    the sandbox's companion under the checker's policy and isolation (`potrun.process_golds`)."""
+    if sandbox is None:
+        raise UsageError("a record with a checker needs a sandbox to run it")
+    answered = [i for i, outcome in enumerate(outcomes) if outcome.status is Status.OK]
+    programs, keys = checker_programs(checker, [outcomes[i].value for i in answered])
+    if not programs:
+        return {}
+    companion = sandbox.companion(CHECKER_POLICY, CHECKER_ISOLATION)
+    results = list(companion.run_many(programs, entry=CHECKER_ENTRY))
+    return {i: results[key] for i, key in zip(answered, keys, strict=True)}
 
 
 def _with_answer_reading(result: RecordResult, sample: Sample, options: CheckOptions) -> RecordResult:
@@ -319,10 +356,6 @@ def _with_answer_reading(result: RecordResult, sample: Sample, options: CheckOpt
     value = read_answer(sample.answer, preset=preset, **_options_for(preset, options))
     value_type = None if value is None else type(value).__name__
     return replace(result, value=value, value_type=value_type, answer_text=sample.answer)
-
-
-def _has_checker(prepared: Prepared) -> bool:
-    return prepared.process is not None and prepared.process.checker is not None
 
 
 def _sample_outcome(sample: Sample, results: Iterator[ExecResult]) -> ExecResult:
@@ -353,21 +386,32 @@ def _options_for(preset: str, options: CheckOptions) -> dict[str, Any]:
     return {name: value for name, value in options.compare_options.items() if name in accepted}
 
 
-def _samples_summary(outcomes: list[ExecResult], prepared: Prepared, options: CheckOptions) -> dict[str, Any]:
-    n = len(outcomes)
-    executed = sum(1 for o in outcomes if o.status is Status.OK)
-    summary: dict[str, Any] = {"n": n, "executed": executed}
-    if not prepared.has_gold:
-        return summary
+def _sample_verdicts(outcomes: list[ExecResult], gold: Any, options: CheckOptions) -> list[bool]:
+    """Each sample's verdict under the first preset, which decides `correct`."""
     preset = options.presets[0]
     extra = _options_for(preset, options)
-    correct = sum(
-        1 for o in outcomes if o.status is Status.OK and compare(o.value, prepared.gold, preset=preset, **extra).correct
-    )
+    return [o.status is Status.OK and compare(o.value, gold, preset=preset, **extra).correct for o in outcomes]
+
+
+def _samples_summary(
+    outcomes: list[ExecResult], verdicts: list[bool] | None, prepared: Prepared, options: CheckOptions, checked: bool
+) -> dict[str, Any]:
+    """n, executed and, when the samples were judged (`verdicts`), pass@k and the majority vote.
+    Answers vote as equal under the first preset; with a checker (`checked`) the voted answer is
+    correct iff the checker accepted the first sample that gave it."""
+    n = len(outcomes)
+    summary: dict[str, Any] = {"n": n, "executed": sum(1 for o in outcomes if o.status is Status.OK)}
+    if verdicts is None:
+        return summary
+    correct = sum(verdicts)
     summary["correct"] = correct
     summary["pass@k"] = {str(k): pass_at_k(n, correct, k) for k in options.ks if k <= n}
-    values = [o.value if o.status is Status.OK else None for o in outcomes]
-    voted, voted_correct = majority_vote(values, prepared.gold, preset=preset, **extra)
+    preset = options.presets[0]
+    gold = None if checked else prepared.gold
+    voted, voted_correct = majority_vote(outcomes, gold, preset=preset, **_options_for(preset, options))
+    if checked:
+        first = next((i for i, o in enumerate(outcomes) if o.status is Status.OK and o.value is voted), None)
+        voted_correct = first is not None and verdicts[first]
     summary["majority_value"] = json_safe(voted)
     summary["majority_correct"] = voted_correct
     return summary

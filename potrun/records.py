@@ -36,6 +36,15 @@ from typing import IO, Any
 
 from potrun.types import BadRecord, InputError
 
+# The fields looked for when none is named, the first present one used (each option takes its own
+# list): the names benchmarks give them. `check` reads a model output, its gold and its id; `validate`
+# a gold program, its recorded answer and its id.
+CODE_FIELDS = ("code", "output", "generated", "prediction")
+GOLD_FIELDS = ("answer", "ground_truth", "gold")
+ID_FIELDS = ("id", "qid", "uid", "question_id", "idx")
+PROGRAM_FIELDS = ("python_solution",)
+ANSWER_FIELDS = ("ground_truth", "answer")
+
 STDIN = "-"
 CHUNK = 1 << 16
 MAX_LINE_BYTES = 16 << 20  # a line (or a JSON array element) longer than this is a bad record
@@ -360,7 +369,8 @@ def _read_text(stream: io.BufferedReader, max_line_bytes: int) -> Iterator[Recor
 def _is_array(stream: io.BufferedReader, max_line_bytes: int) -> tuple[bool, io.BufferedReader]:
     """Whether a text that starts with `[` is one JSON array, or JSON Lines whose first line is an
     array (a bad record of its own, then the other lines): JSON Lines when the first line is a
-    whole JSON value and more follows it (blank lines before it aside). Returns the stream with what was read put back."""
+    whole JSON value and more follows it (blank lines before it aside). Returns the stream with what
+    was read put back."""
     blank = b""
     while (first := stream.readline(max_line_bytes + 1)) and not first.strip(_BLANK) and len(blank) < CHUNK:
         blank += first  # blank lines before the first line that says

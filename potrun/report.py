@@ -38,7 +38,7 @@ class Summary:
     samples_total: int = 0
     samples_executed: int = 0
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
-    checklist_records: int = 0  # records with a checklist (potrun.checklists)
+    checklist_records: int = 0  # records with a checklist (potrun.process_golds)
     checklist_passed: int = 0
     checklist_correct: int = 0  # correct AND checklist passed
     started: float = field(default_factory=time.perf_counter)

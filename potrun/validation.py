@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from potrun.policies import DENIED_ATTRIBUTES, module_allowed
-from potrun.records import Record, first_present, read_records
+from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
 from potrun.types import BadRecord, ExecResult, Status, UsageError, Value, json_safe
 
@@ -90,9 +90,6 @@ PROBLEM_CODES: Mapping[str, tuple[str, str]] = {
     "slow": (WARNING, "it ran for a large part of the time limit"),
 }
 
-PROGRAM_FIELDS = ("python_solution",)
-ANSWER_FIELDS = ("ground_truth", "answer")
-ID_FIELDS = ("id", "qid", "uid", "question_id", "idx")
 SLOW_FRACTION = 0.1
 
 _LIMITS = frozenset({Status.TIMEOUT, Status.MEMORY_LIMIT, Status.SANDBOX_ERROR})
@@ -649,9 +646,12 @@ def _returns_value(function: ast.FunctionDef) -> bool:
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Return):
-            if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
-                return True
+        if (
+            isinstance(node, ast.Return)
+            and node.value is not None
+            and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
+            return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue
         stack.extend(ast.iter_child_nodes(node))

@@ -1,4 +1,4 @@
-"""Process-aware golds (potrun.checklists): captured values and checklists, checker programs.
+"""Process-aware golds (potrun.process_golds): captured values and checklists, checker programs.
 
 - capture: the numbers a program's variables held come back as plain floats, only when asked, from
   the entry function's locals and the module's globals, bounded, with no method of the program's own
@@ -26,15 +26,15 @@ import pytest
 from conftest import describe
 
 from potrun import Sandbox, Status
-from potrun.checklists import (
+from potrun.cli import main
+from potrun.pipeline import CheckOptions, check_records
+from potrun.process_golds import (
     ProcessGoldError,
     answer_literal,
     checker_program,
     observed_in_text,
     read_process_gold,
 )
-from potrun.cli import main
-from potrun.pipeline import CheckOptions, check_records
 from potrun.records import read_records
 from potrun.report import Summary, render
 from potrun.sandbox.runner import MAX_CAPTURED, Capture
@@ -55,7 +55,17 @@ def load_checker(name: str) -> ModuleType:
 
 SOLVED = [
     [int(c) for c in row]
-    for row in (["534678912", "672195348", "198342567", "859761423", "426853791", "713924856", "961537284", "287419635", "345286179"])
+    for row in [
+        "534678912",
+        "672195348",
+        "198342567",
+        "859761423",
+        "426853791",
+        "713924856",
+        "961537284",
+        "287419635",
+        "345286179",
+    ]
 ]
 
 
