@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from potrun.types import PotrunError
+from potrun.types import UsageError
 
 OK, NO, BAD = "[ok]", "[--]", "[!!]"
 PROBE_MEMORY_MB = 256  # the memory probe runs under this limit and asks for twice as much
@@ -33,11 +33,10 @@ _PROBE_SECCOMP = (
 
 def diagnose(backend: str = "process") -> list[str]:
     """Plain-language lines about what the sandbox can enforce on this machine with `backend`."""
-    if backend == "process":
-        return _diagnose_process()
-    if backend == "docker":
-        return _diagnose_docker()
-    raise PotrunError(f"unknown backend {backend!r}; choose process or docker")
+    diagnoses = {"process": _diagnose_process, "docker": _diagnose_docker}
+    if backend not in diagnoses:
+        raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(diagnoses)}")
+    return diagnoses[backend]()
 
 
 # ------------------------------------------------------------------------------------------ process
@@ -234,9 +233,11 @@ def _diagnose_docker() -> list[str]:
     from potrun.sandbox.api import Sandbox
 
     try:
+        before = {container.id for container in _own_containers(client)}
         with Sandbox("docker", workers=1) as box:
             capabilities = dict(box.capabilities)
-            container = client.containers.get(box._pool.slots[0].conn.container_id)  # type: ignore[union-attr]
+            # The worker's container: the one of this process that the sandbox's start added.
+            container = next(c for c in _own_containers(client) if c.id not in before)
             host = container.attrs.get("HostConfig", {})
             config = container.attrs.get("Config", {})
     except Exception as exc:
@@ -268,6 +269,16 @@ def _diagnose_docker() -> list[str]:
     ]
     lines += _probe_programs("docker", network_expected=True)
     return lines
+
+
+def _own_containers(client: Any) -> list[Any]:
+    """The sandbox containers this process started (by their pid and host labels)."""
+    import socket
+
+    from potrun.sandbox import docker as backend
+
+    mine = {backend.PID_LABEL: str(os.getpid()), backend.HOST_LABEL: socket.gethostname()}
+    return [c for c in backend.list_containers(client) if mine.items() <= (c.labels or {}).items()]
 
 
 def _container_lines(host: dict[str, Any], config: dict[str, Any]) -> list[str]:
@@ -314,7 +325,7 @@ def _stale_containers(client: Any) -> tuple[list[Any], list[Any]]:
 
     stale, live = [], []
     for container in backend.list_containers(client):
-        (live if backend._owner_alive(container.labels or {}) else stale).append(container)
+        (live if backend.owner_alive(container.labels or {}) else stale).append(container)
     return stale, live
 
 

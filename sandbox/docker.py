@@ -216,7 +216,10 @@ def remove_session(session: str, client: Any | None = None, wait_s: float = REMO
         time.sleep(0.05)
 
 
-def _owner_alive(labels: dict[str, str]) -> bool:
+def owner_alive(labels: dict[str, str]) -> bool:
+    """Whether the potrun that made a container (by its labels) may still use it: another machine's
+    (that cannot be told), another live process of this machine, or a session of this process still
+    open."""
     if labels.get(HOST_LABEL) not in (None, socket.gethostname()):
         return True  # another machine's potrun: we cannot tell, keep it
     try:
@@ -234,7 +237,7 @@ def cleanup(all_sessions: bool = False, client: Any | None = None) -> tuple[list
     client = client or connect(timeout=10)
     removed, kept = [], []
     for container in list_containers(client):
-        if not all_sessions and _owner_alive(container.labels or {}):
+        if not all_sessions and owner_alive(container.labels or {}):
             kept.append(container.name)
             continue
         _remove(client, container.id)
