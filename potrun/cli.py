@@ -1,8 +1,11 @@
-"""The `potrun` command (also `python -m potrun`). It only calls the public API.
+"""The `potrun` command (also `python -m potrun`). It calls the public API only: the names in
+`potrun.__all__` and in the `__all__` of the modules it imports.
 
-Exit codes: 0 done; 1 below --fail-under, no record scored, validation errors, or (`potrun run`) a
-program whose status is not ok; 2 bad usage, unreadable input or an unwritable output; 3 (`potrun
-run`) potrun's own machinery failed (sandbox_error); 130 interrupted."""
+Exit codes (README, "Exit codes"): a command's result is 0 (done) or 1 (`check`: below --fail-under
+or no record scored; `validate`: a gold has errors; `run`: the program's status is not ok; `image
+exists`: the image is absent; `image build`: the build failed); `run` also 3 for sandbox_error. An
+error is its class's code in ERROR_EXITS: 2 bad usage, unreadable input or an unwritable output; 3 no
+sandbox can run here (no Docker engine, no image, a worker that does not start); 130 interrupted."""
 
 from __future__ import annotations
 
@@ -11,30 +14,59 @@ import json
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from potrun.types import WALL_FLOOR_S, WALL_MULTIPLE, PotrunError, Status, UsageError
+from potrun.types import (
+    WALL_FLOOR_S,
+    WALL_MULTIPLE,
+    Entry,
+    ImageBuildError,
+    InputError,
+    Isolation,
+    PotrunError,
+    SandboxUnavailable,
+    Status,
+    UsageError,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
 EXIT_NOTHING_SCORED = EXIT_FAILED  # check: no record was scored (all skipped, bad or without a gold)
 EXIT_INTERRUPTED = 130
 
+# The exit code of every error a user can see, by class: the one table. An error takes the code of its
+# nearest class listed here (BadRecord is an InputError).
+ERROR_EXITS: dict[type[PotrunError], int] = {
+    UsageError: EXIT_USAGE,
+    InputError: EXIT_USAGE,
+    SandboxUnavailable: EXIT_SANDBOX_ERROR,  # potrun's machinery, not the input: the same code as sandbox_error
+    ImageBuildError: EXIT_FAILED,
+    PotrunError: EXIT_USAGE,
+}
+
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    args.words = words  # what the run was started with: `check` prints it back to resume an interrupted run
     try:
         return int(args.handler(args))
     except PotrunError as exc:
         print(f"potrun: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return error_exit(exc)
     except KeyboardInterrupt:
         print("potrun: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def error_exit(error: PotrunError) -> int:
+    """The exit code of `error` (ERROR_EXITS)."""
+    return next(ERROR_EXITS[kind] for kind in type(error).__mro__ if kind in ERROR_EXITS)
 
 
 # -- commands ------------------------------------------------------------------------------------------
@@ -43,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from potrun.durable import OutputWriter, resume_command, resume_output, write_text_output
     from potrun.engines import make_engine
-    from potrun.pipeline import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, CheckOptions, load_golds
-    from potrun.records import FirstRecord, count_records, read_records
+    from potrun.pipeline import CheckOptions, load_golds
+    from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
     from potrun.report import Progress, Summary, render
 
     options = CheckOptions(
@@ -104,7 +136,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             out.close()
             print(
                 f"potrun: interrupted; {done + out.written} records are in {args.out}. Resume with:\n"
-                f"  {resume_command(args, args.command_parser)}",
+                f"  {resume_command(args.words)}",
                 file=sys.stderr,
             )
         return EXIT_INTERRUPTED
@@ -179,19 +211,36 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     """`potrun image build [--base B] [--tag T]`: build the sandbox image for the docker backend."""
     from potrun.sandbox.image import RUNTIME_PACKAGES, build_image
 
-    try:
-        tag = build_image(
-            args.base, args.tag, python_version=args.python_version, packages=RUNTIME_PACKAGES + tuple(args.extra)
-        )
-    except RuntimeError as exc:
-        print(f"potrun: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    print(tag)
+    packages = RUNTIME_PACKAGES + tuple(args.extra)
+    print(build_image(args.base, args.tag, python_version=args.python_version, packages=packages, context=args.context))
     return EXIT_OK
 
 
+def cmd_image_context(args: argparse.Namespace) -> int:
+    """`potrun image context DEST`: only write the build context (the Dockerfile and the wheels)."""
+    from potrun.sandbox.image import RUNTIME_PACKAGES, platform_tags, prepare_context
+
+    try:
+        platform_tags(glibc=args.glibc)
+    except ValueError as exc:  # the one rule on which glibc manylinux wheels serve
+        raise UsageError(f"--glibc {args.glibc}: {exc}") from None
+    packages = RUNTIME_PACKAGES + tuple(args.extra)
+    destination = prepare_context(
+        args.dest, python_version=args.python_version, glibc=args.glibc, platform=args.platform, packages=packages
+    )
+    print(destination)
+    return EXIT_OK
+
+
+def cmd_image_exists(args: argparse.Namespace) -> int:
+    """`potrun image exists [TAG]`: 0 when the image is present, 1 when it is not."""
+    from potrun.sandbox.image import image_exists
+
+    return EXIT_OK if image_exists(args.tag) else EXIT_FAILED
+
+
 def _add_image_commands(commands: Any) -> None:
-    from potrun.sandbox.image import DEFAULT_BASE, DEFAULT_IMAGE
+    from potrun.sandbox.image import DEFAULT_BASE, DEFAULT_GLIBC, DEFAULT_IMAGE, DEFAULT_PYTHON
 
     image = commands.add_parser("image", help="build the sandbox image of the docker backend")
     image_commands = image.add_subparsers(title="image commands")
@@ -208,7 +257,25 @@ def _add_image_commands(commands: Any) -> None:
         default=None,
         help="the base image's Python X.Y (default: probed from the base)",
     )
+    _add_package_option(build)
     build.add_argument(
+        "--context", type=Path, default=None, help="keep the build context in this directory instead of a temporary one"
+    )
+    build.set_defaults(handler=cmd_image_build)
+    context = image_commands.add_parser("context", help="only write the build context (Dockerfile + wheels)")
+    context.add_argument("dest", type=Path)
+    context.add_argument("--python", dest="python_version", default=DEFAULT_PYTHON)
+    context.add_argument("--glibc", default=DEFAULT_GLIBC)
+    context.add_argument("--platform", default=None)
+    _add_package_option(context)
+    context.set_defaults(handler=cmd_image_context)
+    exists = image_commands.add_parser("exists", help="exit 0 when the image exists, 1 when it does not")
+    exists.add_argument("tag", nargs="?", default=DEFAULT_IMAGE)
+    exists.set_defaults(handler=cmd_image_exists)
+
+
+def _add_package_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--with",
         dest="extra",
         action="append",
@@ -216,17 +283,17 @@ def _add_image_commands(commands: Any) -> None:
         metavar="PACKAGE",
         help="another package to install into the image (e.g. sympy); repeatable",
     )
-    build.set_defaults(handler=cmd_image_build)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from potrun.bench import run_bench
+    from potrun.records import CODE_FIELDS
 
     report = run_bench(
         args.corpus,
         sandbox_factory=lambda: _sandbox(args),
         limit=args.limit,
-        code_fields=_fields(args.code_field, ("code", "output", "generated", "prediction")),
+        code_fields=_fields(args.code_field, CODE_FIELDS),
     )
     print(json.dumps(report, indent=2))
     return EXIT_OK
@@ -234,17 +301,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from potrun.durable import STDOUT, check_output_path
-    from potrun.pipeline import ID_FIELDS
-    from potrun.records import count_records, is_stream
+    from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, count_records, is_stream
     from potrun.report import Progress
-    from potrun.validation import (
-        ANSWER_FIELDS,
-        PROGRAM_FIELDS,
-        ValidationSummary,
-        render_summary,
-        validate,
-        write_fixed_copy,
-    )
+    from potrun.validation import ValidationSummary, render_summary, validate, write_fixed_copy
 
     _check_presets([args.compare])
     if args.fix_answers and is_stream(args.gold):
@@ -273,20 +332,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         entry=args.entry,
     )
     summary = ValidationSummary()
-    try:
-        out = open(args.out, "w", encoding="utf-8") if args.out and args.out != STDOUT else sys.stdout
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
-    try:
+    with ExitStack() as closing:
+        out = sys.stdout
+        if args.out and args.out != STDOUT:
+            try:
+                out = closing.enter_context(open(args.out, "w", encoding="utf-8"))
+            except OSError as exc:
+                raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
         with Progress(count_records(args.gold), enabled=not args.quiet) as progress:
             for report in reports:
                 summary.add(report)
                 progress.advance()
                 out.write(json.dumps(report.to_json()) + "\n")
                 out.flush()
-    finally:
-        if out is not sys.stdout:
-            out.close()
     summary.finish()
     if not args.quiet:
         render_summary(summary)
@@ -431,14 +489,16 @@ def _fields(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
+    from potrun.policies import POLICY_NAMES
+
     group = parser.add_argument_group("sandbox")
-    group.add_argument("--backend", default="process", choices=("process", "docker"))
+    group.add_argument("--backend", default="process", choices=_backends())
     group.add_argument("--image", default=None, help="sandbox image for --backend docker")
-    group.add_argument("--policy", default="restricted", choices=("restricted", "trusted"))
+    group.add_argument("--policy", default="restricted", choices=POLICY_NAMES)
     group.add_argument(
         "--isolation",
         default=None,
-        choices=("warm", "fork"),
+        choices=[str(isolation) for isolation in Isolation],
         help="warm (default for restricted) or fork (always for trusted)",
     )
     group.add_argument(
@@ -461,13 +521,21 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
         f"at least {WALL_FLOOR_S:g})",
     )
     group.add_argument("--memory", type=_positive_int, default=2048, help="MB of address space per program")
-    group.add_argument(
-        "--entry", default="auto", choices=("auto", "solution", "solver", "ans", "answer", "result", "stdout")
-    )
+    group.add_argument("--entry", default=str(Entry.AUTO), choices=[str(entry) for entry in Entry])
+
+
+def _backends() -> list[str]:
+    """The backends' names, from their registry."""
+    from potrun.sandbox.api import BACKENDS
+
+    return list(BACKENDS)
 
 
 def _parser() -> argparse.ArgumentParser:
     import potrun
+    from potrun.engines import ENGINES
+    from potrun.pipeline import MODES
+    from potrun.records import ANSWER_FIELDS, CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, PROGRAM_FIELDS
 
     parser = argparse.ArgumentParser(prog="potrun", description="Sandboxed program-of-thought execution.")
     parser.add_argument("--version", action="version", version=f"potrun {potrun.__version__}")
@@ -480,14 +548,12 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--code-field",
         help="field(s) with the model output, comma-separated; a field may be a "
-        "path (resps.0.0) (default: code,output,generated,prediction)",
+        f"path (resps.0.0) (default: {','.join(CODE_FIELDS)})",
     )
     check.add_argument(
-        "--gold-field", help="field(s) or path(s) with the gold answer (default: answer,ground_truth,gold)"
+        "--gold-field", help=f"field(s) or path(s) with the gold answer (default: {','.join(GOLD_FIELDS)})"
     )
-    check.add_argument(
-        "--id-field", help="field(s) or path(s) with the record id (default: id,qid,uid,question_id,idx)"
-    )
+    check.add_argument("--id-field", help=f"field(s) or path(s) with the record id (default: {','.join(ID_FIELDS)})")
     check.add_argument("--gold", help="a separate file of golds, joined on the id field")
     check.add_argument(
         "--checklist-field",
@@ -499,7 +565,7 @@ def _parser() -> argparse.ArgumentParser:
         default="checker",
         help="field with a gold checker program, def check(answer) -> bool (default: checker)",
     )
-    check.add_argument("--mode", default="pot", choices=("pot", "cot", "auto"))
+    check.add_argument("--mode", default=MODES[0], choices=MODES)
     check.add_argument("--compare", default="default", help="comparator preset(s), comma-separated")
     check.add_argument("--abs", action="store_true", help="compare absolute values (PoT's SVAMP runner)")
     check.add_argument("--percent", action="store_true", help="accept 0.25 for 25 (and 25 for 0.25)")
@@ -529,8 +595,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--engine",
-        default="local",
-        choices=("local", "ray"),
+        default=ENGINES[0],
+        choices=ENGINES,
         help="local: one sandbox pool here; ray: shards on a Ray cluster (pip install 'potrun[ray]')",
     )
     check.add_argument(
@@ -545,7 +611,7 @@ def _parser() -> argparse.ArgumentParser:
         help="Ray actors, each with its own sandbox pool of --workers (default: one per node)",
     )
     _add_sandbox_options(check)
-    check.set_defaults(handler=cmd_check, command_parser=check)
+    check.set_defaults(handler=cmd_check)
 
     run = commands.add_parser(
         "run",
@@ -557,7 +623,7 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     doctor = commands.add_parser("doctor", help="say which isolation mechanisms work on this machine")
-    doctor.add_argument("--backend", default="process", choices=("process", "docker"))
+    doctor.add_argument("--backend", default="process", choices=_backends())
     doctor.add_argument(
         "--cleanup",
         action="store_true",
@@ -582,10 +648,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     valid.add_argument("gold", help="JSON Lines (or a JSON array) of gold records")
     valid.add_argument(
-        "--program-field", help="field(s) with the gold program, comma-separated (default: python_solution)"
+        "--program-field", help=f"field(s) with the gold program, comma-separated (default: {','.join(PROGRAM_FIELDS)})"
     )
-    valid.add_argument("--answer-field", help="field(s) with the recorded answer (default: ground_truth,answer)")
-    valid.add_argument("--id-field", help="field(s) with the record id (default: id,qid,uid,question_id,idx)")
+    valid.add_argument("--answer-field", help=f"field(s) with the recorded answer (default: {','.join(ANSWER_FIELDS)})")
+    valid.add_argument("--id-field", help=f"field(s) with the record id (default: {','.join(ID_FIELDS)})")
     valid.add_argument("--compare", default="default", help="comparator preset for the recorded answer")
     valid.add_argument("--abs", action="store_true", help="compare absolute values")
     valid.add_argument("--percent", action="store_true", help="accept 0.25 for 25 (and 25 for 0.25)")

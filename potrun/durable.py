@@ -20,8 +20,6 @@ the invocation). Resume reads both files once, streaming: memory stays flat what
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
 import os
 import shlex
@@ -35,7 +33,7 @@ from potrun.pipeline import RecordResult
 from potrun.records import Record, first_field
 from potrun.types import BadRecord, UsageError
 
-RESULT_KEYS = ("line", "id", "status")
+RESULT_KEYS = ("line", "id", "status")  # what a line must have to be a result line
 STDOUT = "-"
 
 
@@ -89,20 +87,6 @@ def write_text_output(option: str, path: str | Path, text: str) -> None:
         raise UsageError(f"{option} {path}: cannot write: {exc.strerror}") from None
 
 
-def result_from_json(data: dict[str, Any], presets: tuple[str, ...]) -> RecordResult:
-    """A RecordResult back from its output line (what the summary needs of it): every field the line
-    has, by name; `verdicts`, left out of a line when there is one preset, from `correct`."""
-    values = {name: data[name] for name in _RESULT_FIELDS if name in data}
-    if values.get("verdicts") is None and data.get("correct") is not None:
-        values["verdicts"] = {presets[0]: data["correct"]}
-    for name in ("wall_s", "cpu_s"):
-        values[name] = float(values.get(name) or 0.0)
-    return RecordResult(**values)
-
-
-_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(RecordResult))
-
-
 def record_identity(item: Record | BadRecord, id_fields: tuple[str, ...]) -> tuple[int, Any]:
     """(line, id) of an input record, as its result line shows them."""
     if isinstance(item, BadRecord):
@@ -130,7 +114,7 @@ def resume_output(
             f"--resume needs --out to be a regular file, not {'standard output' if str(path) == STDOUT else path}"
         )
     try:
-        handle = open(path, "rb")
+        handle = open(path, "rb")  # noqa: SIM115 (its `with` follows: a missing file is no error, an unreadable one is)
     except FileNotFoundError:
         return remaining, 0
     except OSError as exc:
@@ -160,7 +144,7 @@ def resume_output(
                     f"but input record {done + 1} is line {line} (id {record_id!r}): "
                     "was it written for another input?"
                 )
-            add(result_from_json(data, presets))
+            add(RecordResult.from_json(data, presets))
             keep += len(raw)
             done += 1
     if torn is not None:
@@ -185,12 +169,13 @@ class OutputWriter:
     never sought: only a regular file has a torn line to cut at close."""
 
     def __init__(self, path: str | Path, *, append: bool = False) -> None:
+        # The writer holds its file open across the run (closed by `close`): no context manager here.
         try:
             if str(path) == STDOUT:
                 sys.stdout.flush()
-                self._file = open(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+                self._file = open(os.dup(sys.stdout.fileno()), "wb", buffering=0)  # noqa: SIM115
             else:
-                self._file = open(path, "ab" if append else "wb", buffering=0)
+                self._file = open(path, "ab" if append else "wb", buffering=0)  # noqa: SIM115
         except OSError as exc:
             raise UsageError(f"--out {path}: cannot write: {exc.strerror}") from None
         self.path = path
@@ -221,20 +206,7 @@ class OutputWriter:
             pass
 
 
-def resume_command(args: argparse.Namespace, parser: argparse.ArgumentParser, program: str = "potrun") -> str:
-    """The shell command that resumes this run: the same options, plus --resume."""
-    words = [program, "check"]
-    for action in parser._actions:
-        if action.dest in ("help", "resume") or action.dest == argparse.SUPPRESS:
-            continue
-        value = getattr(args, action.dest, None)
-        if not action.option_strings:
-            words.append(str(value))
-            continue
-        option = max(action.option_strings, key=len)
-        if isinstance(action, argparse._StoreTrueAction):
-            if value:
-                words.append(option)
-        elif value is not None and value != action.default:
-            words += [option, str(value)]
-    return shlex.join([*words, "--resume"])
+def resume_command(words: Sequence[str], program: str = "potrun") -> str:
+    """The shell command that resumes a run started with the command-line `words` (after the program
+    name): the same words, plus --resume."""
+    return shlex.join([program, *words, *([] if "--resume" in words else ["--resume"])])

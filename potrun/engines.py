@@ -21,7 +21,6 @@ version must be installed on every node. Records and results cross Ray as tuples
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
 from collections import deque
@@ -29,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from potrun.cache import CachedSandbox
-from potrun.pipeline import CheckOptions, RecordResult, check_records
+from potrun.pipeline import RESULT_FIELDS, CheckOptions, RecordResult, check_records
 from potrun.records import Record
 from potrun.sandbox.api import Sandbox
 from potrun.types import BadRecord, InputError, PotrunError, SandboxUnavailable, UsageError
@@ -169,7 +168,10 @@ class RayEngine:
             os.environ.setdefault("RAY_worker_niceness", "0")
         ray = import_ray()
         if self.address is not None:
-            probe_address(self.address)
+            try:
+                probe_address(self.address)
+            except SandboxUnavailable as exc:  # the option names a cluster that is not there: bad usage
+                raise UsageError(f"--ray-address: {exc}") from None
         if not ray.is_initialized():
             try:
                 if self.address is None:
@@ -306,9 +308,6 @@ class RayEngine:
 # Records and results cross Ray as tuples of plain data: pickling frozen slotted dataclasses goes
 # through dataclasses.fields() for every object, several times slower on both sides. The driver and
 # the actors run the same potrun version (install the same one on every node).
-_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(RecordResult))
-
-
 def _pack_record(item: Record | BadRecord) -> tuple[Any, ...]:
     if isinstance(item, BadRecord):
         return (item.line, item.message, item.field_name)
@@ -320,7 +319,7 @@ def _unpack_record(packed: tuple[Any, ...]) -> Record | BadRecord:
 
 
 def _pack_result(result: RecordResult) -> tuple[Any, ...]:
-    return tuple([getattr(result, name) for name in _RESULT_FIELDS])
+    return tuple([getattr(result, name) for name in RESULT_FIELDS])
 
 
 def _unpack_result(packed: tuple[Any, ...]) -> RecordResult:

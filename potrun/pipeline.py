@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,20 @@ class RecordResult:
         if self.checker is not None:
             data["checker"] = dict(self.checker)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], presets: tuple[str, ...]) -> RecordResult:
+        """A RecordResult back from its `to_json()` line (what a summary needs of it): every field the
+        line has, by name; `verdicts`, left out of a line when there is one preset, from `correct`."""
+        values = {name: data[name] for name in RESULT_FIELDS if name in data}
+        if values.get("verdicts") is None and data.get("correct") is not None:
+            values["verdicts"] = {presets[0]: data["correct"]}
+        for name in ("wall_s", "cpu_s"):
+            values[name] = float(values.get(name) or 0.0)
+        return cls(**values)
+
+
+RESULT_FIELDS = tuple(result_field.name for result_field in fields(RecordResult))  # in the constructor's order
 
 
 def load_golds(path: str | Path, id_fields: tuple[str, ...], gold_fields: tuple[str, ...]) -> dict[Any, Any]:

@@ -3,15 +3,17 @@
 A leaf module: it imports nothing from the project, so every other module (and the worker that runs
 inside a sandbox) can depend on it.
 
-Error hierarchy::
+Error hierarchy (the CLI's exit code of each in brackets: `potrun.cli.ERROR_EXITS`, the one table)::
 
     PotrunError
-     ├── UsageError            bad options or arguments (CLI exit code 2)
-     ├── InputError            input file unreadable or malformed beyond a single record (exit 2)
+     ├── UsageError            bad options or arguments, an output that cannot be written [2]
+     ├── InputError            input file unreadable or malformed beyond a single record [2]
      │    └── BadRecord        one record is malformed: carries its line number and field
-     └── SandboxUnavailable    a backend cannot start (Docker engine missing, image not built, ...)
+     ├── SandboxUnavailable    a backend cannot start (Docker engine missing, image not built, ...) [3]
+     └── ImageBuildError       the sandbox image could not be built (`potrun image build`) [1]
 
-A program failing is never an exception: it is an ExecResult with a status.
+Every error a user can see is one of these. A program failing is never an exception: it is an
+ExecResult with a status.
 """
 
 from __future__ import annotations
@@ -208,12 +210,17 @@ class SandboxUnavailable(PotrunError):
     """A sandbox backend cannot start here; the message says what is missing and how to fix it."""
 
 
+class ImageBuildError(PotrunError):
+    """A step of building the sandbox image failed; the message names the step."""
+
+
 __all__ = [
     "WALL_FLOOR_S",
     "WALL_MULTIPLE",
     "BadRecord",
     "Entry",
     "ExecResult",
+    "ImageBuildError",
     "InputError",
     "Isolation",
     "Limits",

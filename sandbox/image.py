@@ -18,16 +18,17 @@ extractors and CLI use, stay out of the sandbox.
 
 Usage::
 
-    python -m potrun.sandbox.image build [--base IMAGE] [--tag TAG] [--python 3.11] [--with sympy]
-    python -m potrun.sandbox.image context DIR      # only write the build context
-    python -m potrun.sandbox.image exists [TAG]     # exit status 0 when the image is present
+    potrun image build [--base IMAGE] [--tag TAG] [--python 3.11] [--with sympy]
+    potrun image context DIR      # only write the build context
+    potrun image exists [TAG]     # exit status 0 when the image is present, 1 when not
+
+(`python -m potrun.sandbox.image ...` runs the same command.)
 
 Standard library only; it calls the ``docker`` CLI through subprocess.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import csv
 import hashlib
@@ -46,7 +47,7 @@ import zipfile
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from potrun.types import SandboxUnavailable
+from potrun.types import ImageBuildError, SandboxUnavailable
 
 DEFAULT_IMAGE = "potrun-sandbox:latest"
 IMAGE_LABEL = "potrun.sandbox"
@@ -80,9 +81,13 @@ def _log(message: str) -> None:
     print(f"[potrun image] {message}", file=sys.stderr, flush=True)
 
 
-def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], step: str, **kwargs) -> subprocess.CompletedProcess:
+    """Run a build step; its failure is an ImageBuildError (the step printed why above)."""
     _log("$ " + " ".join(cmd))
-    return subprocess.run(cmd, check=True, **kwargs)
+    try:
+        return subprocess.run(cmd, check=True, **kwargs)
+    except subprocess.CalledProcessError as exc:
+        raise ImageBuildError(f"{step} failed (exit {exc.returncode}); see the output above") from exc
 
 
 # --------------------------------------------------------------------------------------- docker
@@ -202,10 +207,10 @@ def build_potrun_wheel(wheels: Path) -> Path:
         src = Path(tmp) / "potrun"
         shutil.copytree(root, src, ignore=_SOURCE_IGNORE)
         before = set(wheels.glob("potrun-*.whl"))
-        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels), str(src)])
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels), str(src)], "pip wheel")
     built = sorted(set(wheels.glob("potrun-*.whl")) - before) or sorted(wheels.glob("potrun-*.whl"))
     if not built:
-        raise RuntimeError(f"pip wheel left no potrun wheel in {wheels}")
+        raise ImageBuildError(f"pip wheel left no potrun wheel in {wheels}")
     return built[-1]
 
 
@@ -244,9 +249,9 @@ def repack_installed(name: str, wheels: Path) -> Path:
             zf.writestr(arcname, data)
             record.append((arcname, _record_hash(data), str(len(data))))
         if dist_info is None:
-            raise RuntimeError(f"{name}: installed distribution lists no .dist-info files")
+            raise ImageBuildError(f"{name}: installed distribution lists no .dist-info files")
         if not any(r[0] == f"{dist_info}/WHEEL" for r in record):
-            raise RuntimeError(f"{name}: installed distribution has no WHEEL file; cannot repack")
+            raise ImageBuildError(f"{name}: installed distribution has no WHEEL file; cannot repack")
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerows(record)
@@ -313,7 +318,7 @@ def download_wheels(
     ]
     for tag in [platform] if platform else platform_tags(glibc=glibc):
         cmd += ["--platform", tag]
-    _run(cmd + requirements)
+    _run(cmd + requirements, "pip download")
 
 
 def prepare_context(
@@ -350,7 +355,7 @@ def prepare_context(
     kwargs = dict(python_version=python_version, platform=platform, glibc=glibc)
     try:
         download_wheels(wheels, requirements, **kwargs)
-    except subprocess.CalledProcessError:
+    except ImageBuildError:
         if requirements == list(packages):
             raise
         _log(f"no wheels for {requirements} on Python {python_version}; taking the newest instead")
@@ -409,10 +414,7 @@ def build_image(
         if not _has_buildx(docker):
             env["DOCKER_BUILDKIT"] = "0"  # the legacy builder; the Dockerfile needs nothing newer
         started = time.monotonic()
-        try:
-            _run(cmd + [str(ctx)], env=env)
-        except subprocess.CalledProcessError as exc:
-            raise RuntimeError(f"docker build failed (exit {exc.returncode}); see the output above") from exc
+        _run([*cmd, str(ctx)], "docker build", env=env)
         _log(f"built {tag} in {time.monotonic() - started:.1f} s")
     # The legacy builder leaves the install stage behind untagged, and a rebuild untags the previous
     # image: drop those (dangling images carrying our stage label; ones in use are kept).
@@ -431,66 +433,10 @@ def _has_buildx(docker: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m potrun.sandbox.image", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build", help="build the sandbox image")
-    build.add_argument("--base", default=None, help=f"base image (default: {DEFAULT_BASE})")
-    build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image tag (default: {DEFAULT_IMAGE})")
-    build.add_argument(
-        "--python",
-        dest="python_version",
-        default=None,
-        help="the base image's Python X.Y (default: probed from the base)",
-    )
-    build.add_argument(
-        "--with",
-        dest="extra",
-        action="append",
-        default=[],
-        metavar="PACKAGE",
-        help="another package to install into the image (e.g. sympy); repeatable",
-    )
-    build.add_argument(
-        "--context", type=Path, default=None, help="keep the build context in this directory instead of a temporary one"
-    )
-    ctx = sub.add_parser("context", help="only write the build context (Dockerfile + wheels)")
-    ctx.add_argument("dest", type=Path)
-    ctx.add_argument("--python", dest="python_version", default=DEFAULT_PYTHON)
-    ctx.add_argument("--glibc", default=DEFAULT_GLIBC)
-    ctx.add_argument("--platform", default=None)
-    ctx.add_argument("--with", dest="extra", action="append", default=[], metavar="PACKAGE")
-    exists = sub.add_parser("exists", help="exit 0 when the image exists, 1 when it does not")
-    exists.add_argument("tag", nargs="?", default=DEFAULT_IMAGE)
-    args = parser.parse_args(argv)
+    """`python -m potrun.sandbox.image ...` is `potrun image ...`: one command, one set of exit codes."""
+    from potrun.cli import main as potrun_main
 
-    try:
-        if args.command == "build":
-            packages = RUNTIME_PACKAGES + tuple(args.extra)
-            print(
-                build_image(
-                    args.base, args.tag, python_version=args.python_version, packages=packages, context=args.context
-                )
-            )
-        elif args.command == "context":
-            packages = RUNTIME_PACKAGES + tuple(args.extra)
-            print(
-                prepare_context(
-                    args.dest,
-                    python_version=args.python_version,
-                    glibc=args.glibc,
-                    platform=args.platform,
-                    packages=packages,
-                )
-            )
-        else:
-            return 0 if image_exists(args.tag) else 1
-    except SandboxUnavailable as exc:
-        print(f"potrun image: {exc}", file=sys.stderr)
-        return 3
-    except (RuntimeError, subprocess.CalledProcessError) as exc:
-        print(f"potrun image: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return potrun_main(["image", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
