@@ -32,7 +32,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Union
 
 from .numbers import ParsedNumber, last_number, parse_number
 
@@ -82,8 +81,8 @@ MAX_LITERAL_CHARS = 20_000
 _MAX_WHOLE_CHARS = 200
 _MAX_SPAN_CHARS = 300
 
-Literal = Union[int, float, str, bool, None, tuple["Literal", ...]]
-AnswerValue = Union[ParsedNumber, str, tuple[Literal, ...], None]
+Literal = int | float | str | bool | None | tuple["Literal", ...]
+AnswerValue = ParsedNumber | str | tuple[Literal, ...] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,7 +448,9 @@ def _literal(text: str) -> tuple[Literal, ...] | None:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     if isinstance(value, (list, tuple, set, frozenset)):
-        return _plain(value)
+        plain = _plain(value)
+        assert isinstance(plain, tuple)  # a container's plain form is a tuple
+        return plain
     return None
 
 

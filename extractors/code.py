@@ -54,6 +54,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from potrun.types import ENTRY_FUNCTIONS, ENTRY_VARIABLES
+
 __all__ = [
     "HOW_BARE",
     "HOW_FENCE",
@@ -113,7 +115,8 @@ _MAX_INFO = 100
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
-_DEF_ENTRY = re.compile(r"^def[ \t]+(?:solution|solver)[ \t]*\(", re.M)
+_ENTRY_FUNCTION = "(?:" + "|".join(ENTRY_FUNCTIONS) + ")"  # solution or solver, as a regular expression
+_DEF_ENTRY = re.compile(rf"^def[ \t]+{_ENTRY_FUNCTION}[ \t]*\(", re.M)
 _ANS_ASSIGN = re.compile(r"^ans[ \t]*(?::[^=\n]*)?(?:[-+*/]|//)?=(?!=)", re.M)
 _OTHER_ASSIGN = re.compile(r"^(?:answer|result)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
 _TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
@@ -125,7 +128,7 @@ _HEADER_UNINDENTED = re.compile(  # a def header whose next non-blank line is no
     r"^def[ \t]+\w+[ \t]*\([^)\n]*\)[ \t]*(?:->[^:\n]*)?:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*[^ \t\n]", re.M
 )
 _HEADER_LINE = re.compile(r"def[ \t]+\w+[ \t]*\([^)\n]*\)[ \t]*(?:->[^:\n]*)?:[ \t]*(?:#.*)?")
-_ENTRY_CALL_LINE = re.compile(r"(?:print[ \t]*\([ \t]*)?(?:solution|solver)[ \t]*\(|if[ \t]+__name__")
+_ENTRY_CALL_LINE = re.compile(rf"(?:print[ \t]*\([ \t]*)?{_ENTRY_FUNCTION}[ \t]*\(|if[ \t]+__name__")
 _CODEISH = re.compile(
     r"^[ \t]*(?:def[ \t]|class[ \t]|import[ \t]|from[ \t]+[\w.]+[ \t]+import|for[ \t].*:|while[ \t].*:"
     r"|if[ \t].*:|return\b|print[ \t]*\(|with[ \t].*:|try[ \t]*:)"
@@ -143,8 +146,8 @@ _CODE_LINE = re.compile(
     r"|[)\]}]"
 )
 _EOF_MESSAGES = ("never closed", "unexpected eof", "unterminated triple-quoted", "unterminated string")
-_REDUNDANT_CALLEES = frozenset({"solution", "solver"})
-_ANSWER_NAMES = frozenset({"ans", "answer", "result", "solution", "solver"})
+_REDUNDANT_CALLEES = frozenset(ENTRY_FUNCTIONS)
+_ANSWER_NAMES = frozenset(ENTRY_VARIABLES + ENTRY_FUNCTIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,10 +445,7 @@ def _try_bare(text: str) -> ExtractedProgram | None:
 
 def _has_statement(tree: ast.Module) -> bool:
     """More than a lone value: "42" or "Answer" parse as Python but are not programs."""
-    for stmt in tree.body:
-        if not isinstance(stmt, ast.Expr) or isinstance(stmt.value, (ast.Call, ast.Await)):
-            return True
-    return False
+    return any(not isinstance(stmt, ast.Expr) or isinstance(stmt.value, (ast.Call, ast.Await)) for stmt in tree.body)
 
 
 def _has_top_return(body: list[ast.stmt]) -> bool:
@@ -500,7 +500,7 @@ def _code_runs(text: str) -> list[str]:
             current = []
     if current:
         runs.append("\n".join(current).strip("\n"))
-    return [r for r in runs if any(l.strip() and not l.strip().startswith("#") for l in r.split("\n"))]
+    return [r for r in runs if any(line.strip() and not line.strip().startswith("#") for line in r.split("\n"))]
 
 
 def _from_unfenced(text: str) -> ExtractedProgram:
@@ -508,8 +508,9 @@ def _from_unfenced(text: str) -> ExtractedProgram:
     last run of two or more statements that parses (flagged "no_entry_point")."""
     runs = _code_runs(text)
     strong = [r for r in runs if _is_strong_run(_dedent_probe(r))]
+    warnings: tuple[str, ...] = ()
     if strong:
-        chosen, warnings = strong[-1], ()
+        chosen = strong[-1]
     else:
         weak = [r for r in runs if _is_weak_run(r)]
         if not weak:
@@ -530,11 +531,11 @@ def _is_weak_run(run: str) -> bool:
 
 def _dedent_probe(code: str) -> str:
     """The code with its common indentation removed, for the column-0 entry patterns."""
-    first = next((l for l in code.split("\n") if l.strip()), "")
+    first = next((line for line in code.split("\n") if line.strip()), "")
     indent = len(first) - len(first.lstrip())
     if not indent:
         return code
-    return "\n".join(l[indent:] if l[:indent].isspace() else l.lstrip() for l in code.split("\n"))
+    return "\n".join(line[indent:] if line[:indent].isspace() else line.lstrip() for line in code.split("\n"))
 
 
 # ---------------------------------------------------------------- finishing: repair and truncation
@@ -596,10 +597,10 @@ def _ends_complete(tree: ast.Module) -> bool:
         return False
     last = tree.body[-1]
     if isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return last.name in ("solution", "solver") and isinstance(last.body[-1], ast.Return)
+        return last.name in ENTRY_FUNCTIONS and isinstance(last.body[-1], ast.Return)
     if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
         func = last.value.func
-        return isinstance(func, ast.Name) and func.id in ("print", "solution", "solver")
+        return isinstance(func, ast.Name) and (func.id == "print" or func.id in ENTRY_FUNCTIONS)
     for node in ast.walk(last):
         targets = (
             node.targets
@@ -625,7 +626,7 @@ def _looks_truncated(code: str, err: SyntaxError) -> bool:
 
 def _needs_repair(code: str) -> bool:
     """Cheap signs of DocMath's shapes, checked before paying for a parse."""
-    first = next((l for l in code.split("\n", 3) if l.strip()), "")
+    first = next((line for line in code.split("\n", 3) if line.strip()), "")
     return (
         first[:1] in (" ", "\t") or _TOP_RETURN.search(code) is not None or _HEADER_UNINDENTED.search(code) is not None
     )
@@ -651,7 +652,7 @@ def _repair_header_indent(code: str) -> tuple[str, str] | None:
     lines = code.split("\n")
     for i, line in enumerate(lines):
         if _HEADER_LINE.fullmatch(line.rstrip()):
-            nxt = next((l for l in lines[i + 1 :] if l.strip()), "")
+            nxt = next((following for following in lines[i + 1 :] if following.strip()), "")
             if nxt[:1] not in (" ", "\t"):
                 body = _indent_until_call(lines[i + 1 :])
                 return "\n".join(lines[: i + 1] + body), HOW_REPAIRED_INDENT
@@ -660,7 +661,7 @@ def _repair_header_indent(code: str) -> tuple[str, str] | None:
 
 def _repair_indented_body(code: str) -> tuple[str, str] | None:
     """An indented body (DocMath's prompt already wrote the header): add it, or dedent a script."""
-    first = next((l for l in code.split("\n") if l.strip()), "")
+    first = next((line for line in code.split("\n") if line.strip()), "")
     if first[:1] not in (" ", "\t"):
         return None
     probe = _dedent_probe(code)

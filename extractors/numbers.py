@@ -140,7 +140,9 @@ def _strip_wrappers(s: str) -> str:
         s = s.strip().rstrip(_TRAIL_PUNCT)
         if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
             s = s.strip("$")
-        elif (s.startswith(("\\(", "\\[")) and s.endswith(("\\)", "\\]"))) or (len(s) >= 4 and s.startswith("**") and s.endswith("**")):
+        elif (s.startswith(("\\(", "\\[")) and s.endswith(("\\)", "\\]"))) or (
+            len(s) >= 4 and s.startswith("**") and s.endswith("**")
+        ):
             s = s[2:-2]
         elif s.startswith(("\\boxed{", "\\fbox{")) and s.endswith("}"):
             s = s[s.index("{") + 1 : -1]
@@ -324,7 +326,8 @@ def _read_power(pattern: re.Pattern[str], s: str, pos: int) -> tuple[int, int] |
 
 def _apply_power(digits: str, dec: str | None, exponent: int) -> int | float:
     if dec is None and exponent >= 0:
-        return int(digits) * 10**exponent
+        scale: int = 10**exponent  # an int to a non-negative int power is an int (typeshed says Any)
+        return int(digits) * scale
     return float(f"{digits}.{dec or 0}e{exponent}")
 
 

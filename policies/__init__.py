@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from potrun.types import UsageError
+
 # Modules a restricted program may import (top level or dotted). sympy only where it is installed.
 ALLOWED_MODULES: frozenset[str] = frozenset(
     {
@@ -86,8 +88,6 @@ DENIED_NAMES: frozenset[str] = frozenset(
     }
 )
 
-POLICY_NAMES = ("restricted", "trusted")
-
 
 @dataclass(frozen=True, slots=True)
 class PolicySpec:
@@ -98,17 +98,20 @@ class PolicySpec:
     allowed_modules: frozenset[str] = ALLOWED_MODULES
 
 
+# The policy registry: a preset is one line here (its data above or in its own module). The CLI's
+# --policy choices and every check of a policy name read it.
 POLICIES: dict[str, PolicySpec] = {
     "restricted": PolicySpec("restricted", restricted=True),
     "trusted": PolicySpec("trusted", restricted=False),
 }
+POLICY_NAMES = tuple(POLICIES)
 
 
 def get_policy(name: str) -> PolicySpec:
     try:
         return POLICIES[name]
     except KeyError:
-        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICY_NAMES)}") from None
+        raise UsageError(f"unknown policy {name!r}; choose one of {', '.join(POLICY_NAMES)}") from None
 
 
 # numpy.polynomial's modules for each basis (numpy.polynomial.polynomial holds polyval, polyfit, ...).

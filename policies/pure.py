@@ -24,9 +24,9 @@ reason. A program is pure when every code object in it
   `__import__`, dunders) and no builtin outside PURE_BUILTIN_REASONS (`open`, `eval`, `getattr`, `type`,
   `id`, `repr`, ... are refused, with their reasons in REFUSED_BUILTINS); no name that starts with
   "_" but `_` itself, variables and locals alike (the restricted policy refuses them: the verdict must
-  not depend on the tier); `str` only as the callee of a one-argument call `str(value)` (str(data, encoding) looks a codec
-  up by a name the program chooses, and the codec registry caches every name it is asked, found or not:
-  a program could park memory there);
+  not depend on the tier); `str` only as the callee of a one-argument call `str(value)` (str(data,
+  encoding) looks a codec up by a name the program chooses, and the codec registry caches every name
+  it is asked, found or not: a program could park memory there);
 - reads attributes (LOAD_ATTR, LOAD_METHOD, IMPORT_FROM) only by the names of PURE_ATTRIBUTES or of a
   member of a pure module: never a frame, code, `base`/`data`/`ctypes`/`flags`/`dtype`, `format`,
   `encode`/`decode`, nor any name starting with "_";
@@ -81,7 +81,7 @@ import gc
 import importlib
 import sys
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any, Final
 
@@ -503,9 +503,10 @@ def _why_not_pure_slowly(code: types.CodeType) -> str | None:
         if not op:  # CACHE entries are not instructions
             continue
         if str_call is not _STR_DONE:
-            str_call = str_call(op, arg)
-            if str_call is None:
+            following = str_call(op, arg)
+            if following is None:
                 return "name 'str' other than in str(value)"
+            str_call = following
         if op in _ATTRIBUTE_OPS and names[arg] not in ALLOWED_ATTRIBUTE_NAMES:
             return f"attribute {names[arg]!r}"
         if op == _IMPORT_NAME:
@@ -573,7 +574,7 @@ class _PureModule(types.ModuleType):
         raise AttributeError("a pure module is read-only")
 
     def __repr__(self) -> str:
-        return f"<pure module {self.__getattr__('')!s}>"  # type: ignore[operator]
+        return f"<pure module {self.__getattr__('')!s}>"
 
 
 _PROXIES: dict[str, _PureModule] = {}
@@ -668,7 +669,7 @@ def _pure_import(
     name: str,
     globals: Mapping[str, object] | None = None,
     locals: Mapping[str, object] | None = None,
-    fromlist: Iterable[str] | None = (),
+    fromlist: Sequence[str] | None = (),
     level: int = 0,
 ) -> object:
     """`__import__` of PURE_BUILTINS: the program's import statement gets the proxy of a pure module

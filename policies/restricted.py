@@ -42,14 +42,16 @@ import string
 import sys
 import tokenize
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from RestrictedPython import RestrictingNodeTransformer, safe_builtins
 from RestrictedPython.Guards import (
     guarded_iter_unpack_sequence,
     guarded_unpack_sequence,
+    safe_builtins,
 )
+from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from potrun.policies import (
     ALLOWED_MODULES,
@@ -77,7 +79,42 @@ class PolicyViolation(Exception):
 
 class _Transformer(RestrictingNodeTransformer):
     """RestrictedPython's transformer, plus augmented assignment to items and attributes, and checked
-    keyword-argument names."""
+    keyword-argument names. Each error it records is also a PolicyViolation in `violations`, whose
+    rule is that of the check that found it: `forbidden_name` for a name or attribute name (the
+    checks of `check_name` and `visit_Attribute`), `forbidden_syntax` for anything else."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.violations: list[PolicyViolation] = []
+        self._rule = "forbidden_syntax"  # the rule of the check running now
+
+    def error(self, node: ast.AST, info: str) -> None:
+        super().error(node, info)
+        self.violations.append(PolicyViolation(self._rule, info, getattr(node, "lineno", None)))
+
+    @contextmanager
+    def _checking(self, rule: str) -> Iterator[None]:
+        outer, self._rule = self._rule, rule
+        try:
+            yield
+        finally:
+            self._rule = outer
+
+    def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
+        """A name's own checks find `forbidden_name` violations."""
+        with self._checking("forbidden_name"):
+            super().check_name(node, name, allow_magic_methods)
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        """The attribute's name is checked first (`forbidden_name`); what it is read from is visited
+        as any other node."""
+        with self._checking("forbidden_name"):
+            return super().visit_Attribute(node)
+
+    def node_contents_visit(self, node: Any) -> Any:
+        """The children of a node are checked by their own rules, whatever check visits them."""
+        with self._checking("forbidden_syntax"):
+            return super().node_contents_visit(node)
 
     def visit_keyword(self, node: ast.keyword) -> Any:
         """`f(name=v)`: the name follows the rules of every other name (no leading underscore): some
@@ -85,7 +122,7 @@ class _Transformer(RestrictingNodeTransformer):
         self.check_name(node, node.arg)
         return self.node_contents_visit(node)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
         """Allow `x[i] op= v` and `o.a op= v` through guards; names are RestrictedPython's job."""
         target = node.target
         op = ast.Constant(_AUG_OPS[type(node.op)] + "=")
@@ -154,23 +191,12 @@ _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
 def compile_restricted_program(source: str) -> types.CodeType:
     """Parse, check and compile. Raises SyntaxError or PolicyViolation (the first one, with its line)."""
     tree = ast.parse(source, FILENAME, "exec")
-    errors: list[str] = []
-    _Transformer(errors=errors, warnings=[], used_names={}).visit(tree)
-    if errors:
-        raise _violation_from_message(errors[0])
+    transformer = _Transformer(errors=[], warnings=[], used_names={})
+    transformer.visit(tree)
+    if transformer.violations:
+        raise transformer.violations[0]
     # The nodes made for `x[k] op= v` have no position of their own: they take their statement's.
     return compile(ast.fix_missing_locations(tree), FILENAME, "exec")
-
-
-def _violation_from_message(message: str) -> PolicyViolation:
-    """RestrictedPython reports 'Line N: text'; keep the line and name the rule by its kind."""
-    line = None
-    head, sep, text = message.partition(": ")
-    if sep and head.startswith("Line ") and head[5:].isdigit():
-        line = int(head[5:])
-        message = text
-    rule = "forbidden_name" if "name" in message else "forbidden_syntax"
-    return PolicyViolation(rule, message, line)
 
 
 class Guards:
@@ -390,7 +416,7 @@ class Guards:
         name: str,
         globals: Any = None,
         locals: Any = None,
-        fromlist: Iterable[str] | None = (),
+        fromlist: Sequence[str] | None = (),
         level: int = 0,
     ) -> types.ModuleType:
         """Imports: allowlisted modules only. A from-import gets a fresh module object that holds only
@@ -417,7 +443,7 @@ class Guards:
             setattr(selected, item, self._member(module, item))
         return selected
 
-    def _implicit_import(self, name: str, fromlist: Iterable[str] | None) -> types.ModuleType:
+    def _implicit_import(self, name: str, fromlist: Sequence[str] | None) -> types.ModuleType:
         """A library's own lazy import made from C in the middle of a call (`ndarray.sum` imports
         numpy._core._methods): CPython routes it through the `__import__` of the frame on top, the
         program's. The module goes back to the library, not to the program; it passes when it stays
@@ -467,7 +493,7 @@ class Guards:
                 "getattr": self.getattr,
                 "hasattr": self._hasattr,
                 "sorted": lambda iterable, **kw: sorted(iter(iterable), **kw),
-                "zip": lambda *its, **kw: zip(*map(iter, its), **kw),
+                "zip": lambda *its, **kw: zip(*map(iter, its), **kw),  # noqa: B905 (the program's `strict` passes)
                 "tuple": lambda iterable=(): tuple(iter(iterable)),
                 "type": self._type,
             }
@@ -752,7 +778,7 @@ def _owner_name(obj: Any) -> str:
 
 def _program_line() -> int | None:
     """The line of the innermost program frame on the stack, for the violation report."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename == FILENAME:
             return frame.f_lineno

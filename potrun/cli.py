@@ -431,7 +431,7 @@ def _shown(value: Any) -> str:
 
 
 def _sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:
-    from potrun.sandbox.api import Sandbox
+    from potrun import Sandbox
 
     return Sandbox(**_sandbox_options(args, workers))
 
@@ -477,7 +477,7 @@ def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _check_presets(presets: Sequence[str]) -> None:
-    from potrun.comparators import PRESETS
+    from potrun import PRESETS
 
     unknown = [p for p in presets if p not in PRESETS]
     if unknown:

@@ -323,7 +323,8 @@ def _container_lines(host: dict[str, Any], config: dict[str, Any]) -> list[str]:
 def _stale_containers(client: Any) -> tuple[list[Any], list[Any]]:
     from potrun.sandbox import docker as backend
 
-    stale, live = [], []
+    stale: list[Any] = []
+    live: list[Any] = []
     for container in backend.list_containers(client):
         (live if backend.owner_alive(container.labels or {}) else stale).append(container)
     return stale, live
@@ -366,3 +367,9 @@ def _safe(call: Any) -> Any:
         return call()
     except Exception:
         return None
+
+
+__all__ = [
+    "cleanup",
+    "diagnose",
+]

@@ -210,3 +210,14 @@ def resume_command(words: Sequence[str], program: str = "potrun") -> str:
     """The shell command that resumes a run started with the command-line `words` (after the program
     name): the same words, plus --resume."""
     return shlex.join([program, *words, *([] if "--resume" in words else ["--resume"])])
+
+
+__all__ = [
+    "STDOUT",
+    "OutputWriter",
+    "check_output_path",
+    "record_identity",
+    "resume_command",
+    "resume_output",
+    "write_text_output",
+]

@@ -36,6 +36,7 @@ from potrun.process_golds import (
 )
 from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, first_field, read_records
 from potrun.sandbox.api import Sandbox
+from potrun.sandbox.protocol import RunRequest
 from potrun.scoring import majority_vote, pass_at_k
 from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
 
@@ -197,7 +198,7 @@ def check_records(
     queue: deque[tuple[Prepared, int]] = deque()  # prepared records and their runnable samples, in order
     prepared_records = (prepare(item, options, golds) for item in records)
 
-    def requests() -> Iterator[dict[str, Any] | None]:
+    def requests() -> Iterator[RunRequest | None]:
         for prepared in prepared_records:
             runnable = [s for s in prepared.samples if s.source is not None]
             queue.append((prepared, len(runnable)))
@@ -433,3 +434,17 @@ def _samples_summary(
 
 def _hashable(value: Any) -> Any:
     return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+__all__ = [
+    "BAD_RECORD",
+    "MODES",
+    "NOT_RUN",
+    "NO_GOLD",
+    "RESULT_FIELDS",
+    "SKIPPED",
+    "CheckOptions",
+    "RecordResult",
+    "check_records",
+    "load_golds",
+]

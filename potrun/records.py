@@ -264,7 +264,7 @@ def _put_back(consumed: bytes, stream: Any) -> Any:
 
 
 class _Chain(io.RawIOBase):
-    def __init__(self, head: bytes, rest: IO[bytes], also_close: IO[bytes] | None = None) -> None:
+    def __init__(self, head: bytes, rest: IO[bytes] | io.BufferedIOBase, also_close: IO[bytes] | None = None) -> None:
         self._head, self._rest, self._also_close = memoryview(head), rest, also_close
 
     def readable(self) -> bool:
@@ -656,3 +656,25 @@ def plain(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
+
+
+__all__ = [
+    "ANSWER_FIELDS",
+    "CODE_FIELDS",
+    "GOLD_FIELDS",
+    "ID_FIELDS",
+    "MAX_DEPTH",
+    "MAX_LINE_BYTES",
+    "PROGRAM_FIELDS",
+    "STDIN",
+    "FirstRecord",
+    "Record",
+    "count_records",
+    "field_value",
+    "first_field",
+    "first_present",
+    "is_missing",
+    "is_stream",
+    "likely_output_path",
+    "read_records",
+]

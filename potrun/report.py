@@ -6,7 +6,7 @@ import heapq
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -80,7 +80,7 @@ class Summary:
             self.checklist_passed += result.checklist_passed
             self.checklist_correct += result.checklist_passed and result.correct is True
 
-    def _add_samples(self, samples: dict[str, Any]) -> None:
+    def _add_samples(self, samples: Mapping[str, Any]) -> None:
         self.sample_records += 1
         self.samples_total += samples["n"]
         self.samples_executed += samples["executed"]
@@ -274,3 +274,10 @@ def _programs_column(programs: Callable[[], int]) -> Any:
             return Text(f"{programs()} programs done", no_wrap=True)
 
     return ProgramsColumn()
+
+
+__all__ = [
+    "Progress",
+    "Summary",
+    "render",
+]

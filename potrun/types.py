@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Union
+from enum import StrEnum
+from typing import Any
 
 # A value as it crosses the sandbox boundary: plain data only, converted inside the sandbox.
-Value = Union[None, bool, int, float, str, list["Value"]]
+Value = None | bool | int | float | str | list["Value"]
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Exactly one per executed program (DESIGN.md, "Contracts")."""
 
     OK = "ok"
@@ -41,11 +41,8 @@ class Status(str, Enum):
     CRASHED = "crashed"
     SANDBOX_ERROR = "sandbox_error"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Entry(str, Enum):
+class Entry(StrEnum):
     """Where the answer is read from, in the order `auto` tries them."""
 
     AUTO = "auto"
@@ -56,20 +53,20 @@ class Entry(str, Enum):
     RESULT = "result"
     STDOUT = "stdout"
 
-    def __str__(self) -> str:
-        return self.value
+
+# The entries potrun calls (functions without arguments) and the ones it reads (global variables), as
+# the names a program spells: extraction recognises them, the runner reads them.
+ENTRY_FUNCTIONS = (Entry.SOLUTION.value, Entry.SOLVER.value)
+ENTRY_VARIABLES = (Entry.ANS.value, Entry.ANSWER.value, Entry.RESULT.value)
 
 
-class Isolation(str, Enum):
+class Isolation(StrEnum):
     """Which tiers may run a program (README, "Tiers").
 
     Each result says the tier that ran it (`ExecResult.isolation`: "warm" or "fork")."""
 
     WARM = "warm"  # the warm tier for programs the verifier proves pure, a fresh fork for every other
     FORK = "fork"  # a fresh fork of the pre-imported worker for every program
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # The wall-clock safety net, when not given: WALL_MULTIPLE times the CPU limit, at least WALL_FLOOR_S.
@@ -93,8 +90,8 @@ class Limits:
     process group).
 
     `timeout_s` is the CPU time that decides a timeout (`timeout_kind` "cpu"), which does not count
-    the time a program waits for a core on a busy machine; `wall_limit_s` is the wall-clock safety net (`timeout_kind` "wall"):
-    `wall_timeout_s` where given, else `default_wall_timeout(timeout_s)`."""
+    the time a program waits for a core on a busy machine; `wall_limit_s` is the wall-clock safety net
+    (`timeout_kind` "wall"): `wall_timeout_s` where given, else `default_wall_timeout(timeout_s)`."""
 
     timeout_s: float = 5.0  # CPU seconds
     wall_timeout_s: float | None = None  # wall-clock seconds; None: default_wall_timeout(timeout_s)
@@ -215,6 +212,8 @@ class ImageBuildError(PotrunError):
 
 
 __all__ = [
+    "ENTRY_FUNCTIONS",
+    "ENTRY_VARIABLES",
     "WALL_FLOOR_S",
     "WALL_MULTIPLE",
     "BadRecord",

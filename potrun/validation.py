@@ -62,7 +62,8 @@ from typing import Any, TextIO
 from potrun.policies import DENIED_ATTRIBUTES, module_allowed
 from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
-from potrun.types import BadRecord, ExecResult, Status, UsageError, Value, json_safe
+from potrun.sandbox.protocol import RunRequest
+from potrun.types import ENTRY_FUNCTIONS, BadRecord, Entry, ExecResult, Status, UsageError, Value, json_safe
 
 ERROR, WARNING = "error", "warning"
 
@@ -338,7 +339,7 @@ def _validate_items(
 
     if recheck is None or recheck is box:
         # One pool: each program twice in a row (the pool spreads them over its workers).
-        def requests() -> Iterator[dict[str, Any] | None]:
+        def requests() -> Iterator[RunRequest | None]:
             for gold in golds():
                 if gold.source is None:
                     yield None
@@ -355,19 +356,20 @@ def _validate_items(
 
     # Two pools: run 2 is asked for as run 1's results arrive, only for programs that gave a value.
     held: deque[tuple[_Gold, ExecResult | None]] = deque()
+    second_box: Sandbox = recheck
 
-    def first_requests() -> Iterator[dict[str, Any] | None]:
+    def first_requests() -> Iterator[RunRequest | None]:
         for gold in golds():
             yield box.request(gold.source) if gold.source is not None else None
 
-    def second_requests() -> Iterator[dict[str, Any] | None]:
+    def second_requests() -> Iterator[RunRequest | None]:
         for first in box.run_requests(first_requests()):
             gold = pending.popleft()
             held.append((gold, first))
-            rerun = first is not None and first.status is Status.OK
-            yield recheck.request(gold.source) if rerun else None  # type: ignore[arg-type,union-attr]
+            rerun = first is not None and first.status is Status.OK and gold.source is not None
+            yield second_box.request(gold.source) if rerun and gold.source is not None else None
 
-    for second in recheck.run_requests(second_requests()):
+    for second in second_box.run_requests(second_requests()):
         gold, first = held.popleft()
         yield _finish(gold, first, second, box, settings)
 
@@ -419,7 +421,7 @@ def _finish(
     if not found and gold.answer_field is not None:
         found += _answer_problems(first.value, gold.answer, gold.answer_field, settings)
     warnings = list(gold.problems)
-    if first.entry == "stdout" and not any(p.code == "print_only_answer" for p in warnings):
+    if first.entry == Entry.STDOUT and not any(p.code == "print_only_answer" for p in warnings):
         warnings.append(
             problem(
                 "print_only_answer",
@@ -461,7 +463,7 @@ def _execution_problems(run: ExecResult) -> Iterator[Problem]:
             return
         code = _STATUS_CODES[run.status]
         detail = run.error or str(run.status)
-        if run.status is Status.NO_ANSWER and run.entry in ("solution", "solver"):
+        if run.status is Status.NO_ANSWER and run.entry in ENTRY_FUNCTIONS:
             detail = f"{run.entry}() returned None"
         if run.status is Status.ERROR and run.error_type:
             detail = f"{run.error_type}: {run.error}" if run.error else run.error_type
@@ -487,8 +489,8 @@ def _determinism_problems(first: ExecResult, second: ExecResult) -> list[Problem
 
 def _outcome(run: ExecResult) -> tuple[Any, ...]:
     value = run.value
-    if type(value) is float:
-        value = ("float", value.hex())  # exact, and NaN equals NaN
+    if isinstance(value, float) and type(value) is float:  # exact, and NaN equals NaN
+        return (run.status, run.value_type, ("float", value.hex()))
     return (run.status, run.value_type, json.dumps(value) if isinstance(value, list) else value)
 
 
@@ -556,7 +558,7 @@ def _conventions(gold: _Gold, source: str) -> list[Problem]:
         )
     if not _has_comment(source):
         found.append(problem("no_comment", "no comment: say what the variables are and what is computed"))
-    prints = [node for node in ast.walk(tree) if _is_print_call(node)]
+    prints = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _is_print_call(node)]
     gold.print_line = min(node.lineno for node in prints) if prints else None
     if prints and solution is not None and not _returns_value(solution):
         found.append(
@@ -569,7 +571,7 @@ def _conventions(gold: _Gold, source: str) -> list[Problem]:
 def _solution_function(tree: ast.Module) -> ast.FunctionDef | None:
     found = None
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "solution":
+        if isinstance(node, ast.FunctionDef) and node.name == Entry.SOLUTION:
             found = node  # the last definition wins, as at run time
     return found
 
@@ -778,7 +780,7 @@ def write_fixed_copy(
                 for number, text in enumerate(handle, start=1):
                     if number in fixes:
                         data = json.loads(text)
-                        data[first_present(data, names)] = fixes[number]  # type: ignore[index]
+                        data[first_present(data, names)] = fixes[number]
                         text = json.dumps(data, ensure_ascii=False) + "\n"
                         changed += 1
                     sink.write(text)
