@@ -616,7 +616,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run one program file and print its result as JSON (exit 0 only "
-        "for status ok, 1 for any other, 3 for sandbox_error)",
+        "for status ok, 1 for any other, 3 for sandbox_error or no sandbox here)",
     )
     run.add_argument("program", help="a Python file, or - for standard input")
     _add_sandbox_options(run)
