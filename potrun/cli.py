@@ -209,7 +209,7 @@ def cmd_doctor_cleanup(args: argparse.Namespace) -> int:
 
 def cmd_image_build(args: argparse.Namespace) -> int:
     """`potrun image build [--base B] [--tag T]`: build the sandbox image for the docker backend."""
-    from potrun.sandbox.image import RUNTIME_PACKAGES, build_image
+    from potrun.image import RUNTIME_PACKAGES, build_image
 
     packages = RUNTIME_PACKAGES + tuple(args.extra)
     print(build_image(args.base, args.tag, python_version=args.python_version, packages=packages, context=args.context))
@@ -218,7 +218,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
 def cmd_image_context(args: argparse.Namespace) -> int:
     """`potrun image context DEST`: only write the build context (the Dockerfile and the wheels)."""
-    from potrun.sandbox.image import RUNTIME_PACKAGES, platform_tags, prepare_context
+    from potrun.image import RUNTIME_PACKAGES, platform_tags, prepare_context
 
     try:
         platform_tags(glibc=args.glibc)
@@ -234,13 +234,14 @@ def cmd_image_context(args: argparse.Namespace) -> int:
 
 def cmd_image_exists(args: argparse.Namespace) -> int:
     """`potrun image exists [TAG]`: 0 when the image is present, 1 when it is not."""
-    from potrun.sandbox.image import image_exists
+    from potrun.image import image_exists
 
     return EXIT_OK if image_exists(args.tag) else EXIT_FAILED
 
 
 def _add_image_commands(commands: Any) -> None:
-    from potrun.sandbox.image import DEFAULT_BASE, DEFAULT_GLIBC, DEFAULT_IMAGE, DEFAULT_PYTHON
+    from potrun.image import DEFAULT_BASE, DEFAULT_GLIBC, DEFAULT_PYTHON
+    from potrun.sandbox.docker import DEFAULT_IMAGE
 
     image = commands.add_parser("image", help="build the sandbox image of the docker backend")
     image_commands = image.add_subparsers(title="image commands")

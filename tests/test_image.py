@@ -1,4 +1,4 @@
-"""potrun.sandbox.image: build tooling for the sandbox image.
+"""potrun.image: build tooling for the sandbox image.
 
 Fast tests run everywhere (a fake `docker` on PATH stands in for the CLI). Tests marked `docker`
 run the real image with the hardening the docker backend uses; they skip when no engine or image is
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from potrun.sandbox import image
+from potrun import image
 from potrun.types import SandboxUnavailable
 
 REPO = Path(__file__).resolve().parent.parent

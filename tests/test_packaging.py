@@ -11,7 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from potrun.sandbox.image import DOCKERFILE, find_dockerfile
+from potrun.image import DOCKERFILE, find_dockerfile
 
 REPO = Path(__file__).resolve().parents[1]
 

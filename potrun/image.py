@@ -1,4 +1,4 @@
-"""Build the potrun sandbox image (build tooling, not the runtime path).
+"""Build the potrun sandbox image (build tooling: the runtime's docker backend only runs the image).
 
 The image is built from ``Dockerfile.sandbox`` in a throwaway build context that holds nothing but
 that file, a ``.dockerignore`` and a ``wheels/`` folder filled on the host:
@@ -22,9 +22,11 @@ Usage::
     potrun image context DIR      # only write the build context
     potrun image exists [TAG]     # exit status 0 when the image is present, 1 when not
 
-(`python -m potrun.sandbox.image ...` runs the same command.)
+(`python -m potrun.image ...` runs the same command.)
 
-Standard library only; it calls the ``docker`` CLI through subprocess.
+Standard library only; it calls the ``docker`` CLI through subprocess. The image's tag and label
+are the docker backend's (``potrun.sandbox.docker``); the Dockerfile is package data of
+``potrun.sandbox``, next to the backend that runs it.
 """
 
 from __future__ import annotations
@@ -45,12 +47,13 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
+import potrun.sandbox
+from potrun.sandbox.docker import DEFAULT_IMAGE, SANDBOX_LABEL
 from potrun.types import ImageBuildError, SandboxUnavailable
 
-DEFAULT_IMAGE = "potrun-sandbox:latest"
-IMAGE_LABEL = "potrun.sandbox"
 DEFAULT_BASE = "python:3.12-slim"  # Dockerfile.sandbox's own default for ARG BASE
 DOCKERFILE = "Dockerfile.sandbox"
 RUNTIME_PACKAGES = ("numpy", "RestrictedPython")
@@ -81,7 +84,7 @@ def _log(message: str) -> None:
     print(f"[potrun image] {message}", file=sys.stderr, flush=True)
 
 
-def _run(cmd: list[str], step: str, **kwargs) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], step: str, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
     """Run a build step; its failure is an ImageBuildError (the step printed why above)."""
     _log("$ " + " ".join(cmd))
     try:
@@ -169,7 +172,7 @@ def _is_potrun_source(root: Path) -> bool:
 def find_dockerfile() -> Path:
     """Dockerfile.sandbox: package data of potrun.sandbox in an installed wheel (in a source tree, the
     link sandbox/Dockerfile.sandbox to the top-level file). Raises SandboxUnavailable without it."""
-    packaged = Path(__file__).resolve().parent / DOCKERFILE
+    packaged = Path(potrun.sandbox.__file__).resolve().parent / DOCKERFILE
     if packaged.is_file():
         return packaged
     raise SandboxUnavailable(f"{DOCKERFILE} is missing from the potrun installation ({packaged}): reinstall potrun")
@@ -177,7 +180,7 @@ def find_dockerfile() -> Path:
 
 def find_source_root() -> Path | None:
     """The potrun source tree: next to this file's real location, or an editable install's; else None."""
-    here = Path(__file__).resolve().parent.parent  # sandbox/image.py -> the repository root
+    here = Path(__file__).resolve().parent.parent  # potrun/image.py -> the repository root
     if _is_potrun_source(here):
         return here
     try:
@@ -352,15 +355,18 @@ def prepare_context(
 
     started = time.monotonic()
     requirements = _host_pins(tuple(packages)) if pin_host_versions else list(packages)
-    kwargs = dict(python_version=python_version, platform=platform, glibc=glibc)
+
+    def download(requirements: list[str]) -> None:
+        download_wheels(wheels, requirements, python_version=python_version, platform=platform, glibc=glibc)
+
     try:
-        download_wheels(wheels, requirements, **kwargs)
+        download(requirements)
     except ImageBuildError:
         if requirements == list(packages):
             raise
         _log(f"no wheels for {requirements} on Python {python_version}; taking the newest instead")
-        download_wheels(wheels, list(packages), **kwargs)
-    download_wheels(wheels, ["pip"], **kwargs)
+        download(list(packages))
+    download(["pip"])
     names = sorted(p.name for p in wheels.glob("*.whl"))
     _log(f"wheels ({time.monotonic() - started:.1f} s): {', '.join(names)}")
     return dest
@@ -406,7 +412,7 @@ def build_image(
             "-t",
             tag,
             "--label",
-            f"{IMAGE_LABEL}.python={python_version}",
+            f"{SANDBOX_LABEL}.python={python_version}",
         ]
         if base:
             cmd += ["--build-arg", f"BASE={base}"]
@@ -419,7 +425,9 @@ def build_image(
     # The legacy builder leaves the install stage behind untagged, and a rebuild untags the previous
     # image: drop those (dangling images carrying our stage label; ones in use are kept).
     subprocess.run(
-        [docker, "image", "prune", "--force", "--filter", f"label={IMAGE_LABEL}.stage"], capture_output=True, text=True
+        [docker, "image", "prune", "--force", "--filter", f"label={SANDBOX_LABEL}.stage"],
+        capture_output=True,
+        text=True,
     )
     return tag
 
@@ -433,7 +441,7 @@ def _has_buildx(docker: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.sandbox.image ...` is `potrun image ...`: one command, one set of exit codes."""
+    """`python -m potrun.image ...` is `potrun image ...`: one command, one set of exit codes."""
     from potrun.cli import main as potrun_main
 
     return potrun_main(["image", *(sys.argv[1:] if argv is None else argv)])
