@@ -1,14 +1,25 @@
-"""`potrun.Sandbox`: run programs under a policy and OS limits, one or many at a time."""
+"""`potrun.Sandbox`: run programs under a policy and OS limits, one or many at a time.
+
+- `SandboxConfig`: a sandbox's options, checked when it is made and nothing more (no backend is
+  touched: nothing connects to Docker or cleans a directory), so a config can be checked early,
+  shipped to Ray actors and varied with `dataclasses.replace`.
+- `Sandbox`: a warm pool of workers on one of the `BACKENDS` (backends.py), made from a config.
+- `SandboxLike`: what the pipeline needs of a sandbox; `Sandbox` and `potrun.cache.CachedSandbox`
+  have it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
 from contextlib import aclosing, closing
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from potrun.policies import get_policy
-from potrun.sandbox.pool import Arrival, Backend, Pool, default_workers
+from potrun.policies import POLICY_NAMES, get_policy
+from potrun.sandbox.backends import BACKENDS
+from potrun.sandbox.pool import Arrival, Pool, default_workers
 from potrun.sandbox.protocol import RunRequest
 from potrun.types import Entry, ExecResult, Isolation, Limits, SandboxUnavailable, UsageError
 
@@ -16,7 +27,72 @@ if TYPE_CHECKING:
     import asyncio  # imported where a coroutine needs it: every worker imports this module, and asyncio
     # would double the package's import time
 
-BACKENDS = ("process", "docker")
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    """The options of a Sandbox (its keyword arguments, below), checked as the config is made: a bad
+    one is a UsageError that names it."""
+
+    backend: str = "process"
+    policy: str = "restricted"
+    workers: int | None = None  # None (or 0): default_workers(), which reads this machine's cores
+    timeout: float = 5.0
+    wall_timeout: float | None = None
+    memory_mb: int = 2048
+    output_bytes: int = 1_000_000
+    isolation: str | None = None  # None: "warm"
+    entry: str = "auto"
+    hash_seed: int = 0
+    image: str | None = None  # --backend docker; None: the docker backend's DEFAULT_IMAGE
+
+    def __post_init__(self) -> None:
+        _check_choice("backend", self.backend, tuple(BACKENDS))
+        _check_choice("policy", self.policy, POLICY_NAMES)
+        if self.isolation is not None:
+            _check_choice("isolation", self.isolation, tuple(tier.value for tier in Isolation))
+        _check_choice("entry", self.entry, tuple(entry.value for entry in Entry))
+        for name in ("timeout", "memory_mb", "output_bytes"):
+            _check_positive(name, getattr(self, name))
+        if self.wall_timeout is not None:
+            _check_positive("wall_timeout", self.wall_timeout)
+        if self.workers is not None and self.workers < 0:
+            raise UsageError(f"workers must not be negative, not {self.workers!r}")
+
+    @property
+    def tier(self) -> Isolation:
+        return Isolation(self.isolation) if self.isolation else Isolation.WARM
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or default_workers(self.tier)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            timeout_s=self.timeout,
+            wall_timeout_s=self.wall_timeout,
+            memory_mb=self.memory_mb,
+            output_bytes=self.output_bytes,
+        )
+
+
+def _check_choice(option: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise UsageError(f"unknown {option} {value!r}; choose one of {', '.join(choices)}")
+
+
+def _check_positive(option: str, value: float) -> None:
+    if not value > 0:  # not `value <= 0`: NaN is refused too
+        raise UsageError(f"{option} must be positive, not {value!r}")
+
+
+class SandboxLike(Protocol):
+    """What `check_records` needs of a sandbox: requests made under its options, their results in
+    order, and a companion sandbox for checker programs."""
+
+    def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> RunRequest: ...
+    def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]: ...
+    def companion(self, policy: str = "trusted", isolation: str = "fork", workers: int = 4) -> Sandbox: ...
 
 
 class Sandbox:
@@ -27,14 +103,18 @@ class Sandbox:
     42
 
     `timeout`: the CPU seconds a program may use, which decide a timeout (`timeout_kind` "cpu"); they
-    do not count the time a program waits for a core on a busy machine. `wall_timeout`: the wall-clock safety net for what burns
-    no CPU (a trusted `time.sleep`; `timeout_kind` "wall"); None: `default_wall_timeout(timeout)`,
-    WALL_MULTIPLE times it, at least WALL_FLOOR_S.
+    do not count the time a program waits for a core on a busy machine. `wall_timeout`: the wall-clock
+    safety net for what burns no CPU (a trusted `time.sleep`; `timeout_kind` "wall"); None:
+    `default_wall_timeout(timeout)`, WALL_MULTIPLE times it, at least WALL_FLOOR_S.
 
     `isolation`: "warm" (the default, under either policy: a program that the verifier proves pure,
     unable to reach anything shared, runs in a long-lived warm runner; every other program in a fresh
     fork of the pre-imported worker) or "fork" (a fresh fork for every program). Each result says which
     tier ran it (`ExecResult.isolation`).
+
+    The keyword arguments are a `SandboxConfig`'s; `Sandbox.from_config(config)` takes one made
+    before. Making a Sandbox makes its backend (the docker backend connects to the engine here); the
+    workers start on first use (or `start()`).
 
     One Sandbox may be shared: any number of threads may call `run` / `run_many` at once, and asyncio
     tasks `arun` / `arun_many`; each call gets its own results, and the calls' programs share the
@@ -56,26 +136,35 @@ class Sandbox:
         hash_seed: int = 0,
         image: str | None = None,
     ) -> None:
-        self.policy = get_policy(policy)
-        self.limits = Limits(
-            timeout_s=timeout, wall_timeout_s=wall_timeout, memory_mb=memory_mb, output_bytes=output_bytes
+        config = SandboxConfig(
+            backend,
+            policy=policy,
+            workers=workers,
+            timeout=timeout,
+            wall_timeout=wall_timeout,
+            memory_mb=memory_mb,
+            output_bytes=output_bytes,
+            isolation=isolation,
+            entry=entry,
+            hash_seed=hash_seed,
+            image=image,
         )
-        if timeout <= 0 or self.limits.wall_limit_s <= 0 or memory_mb <= 0 or output_bytes <= 0:
-            raise UsageError("timeout, memory and output limits must be positive")
-        if isolation not in (None, *(tier.value for tier in Isolation)):
-            raise UsageError(f"unknown isolation {isolation!r}; choose one of {', '.join(t.value for t in Isolation)}")
-        self.isolation = Isolation(isolation) if isolation else Isolation.WARM
-        self.entry = Entry(entry)
-        self.workers = workers or default_workers(self.isolation)
-        self.backend_name = backend
-        self._backend = _make_backend(
-            backend, hash_seed=hash_seed, image=image, limits=self.limits, forks=self.isolation is Isolation.FORK
-        )
+        self.config = config
+        self.policy = get_policy(config.policy)
+        self.limits = config.limits
+        self.isolation = config.tier
+        self.entry = Entry(config.entry)
+        self.workers = config.worker_count
+        self.backend_name = config.backend
+        self._backend = BACKENDS[config.backend].make(config)
         self._pool: Pool | None = None
         self._completed_before = 0  # by pools closed before the current one
-        self._settings = {"hash_seed": hash_seed, "image": image}
         self._companions: dict[tuple[str, str], Sandbox] = {}
         self._lock = threading.RLock()  # start, close and companions, from any thread
+
+    @classmethod
+    def from_config(cls, config: SandboxConfig) -> Sandbox:
+        return cls(**dataclasses.asdict(config))
 
     # -- life cycle ----------------------------------------------------------------------------------------
 
@@ -125,19 +214,10 @@ class Sandbox:
         key = (policy, isolation)
         with self._lock:
             if key not in self._companions:
-                limits = self.limits
-                self._companions[key] = Sandbox(
-                    self.backend_name,
-                    policy=policy,
-                    workers=min(workers, self.workers),
-                    timeout=limits.timeout_s,
-                    wall_timeout=limits.wall_timeout_s,
-                    memory_mb=limits.memory_mb,
-                    output_bytes=limits.output_bytes,
-                    isolation=isolation,
-                    entry=str(self.entry),
-                    **self._settings,
+                config = dataclasses.replace(
+                    self.config, policy=policy, isolation=isolation, workers=min(workers, self.workers)
                 )
+                self._companions[key] = Sandbox.from_config(config)
             return self._companions[key]
 
     # -- running -----------------------------------------------------------------------------------------
@@ -180,14 +260,14 @@ class Sandbox:
 
     async def arun_many(
         self, sources: Iterable[str], *, entry: str | None = None, capture: bool = False
-    ) -> AsyncIterator[ExecResult]:
+    ) -> AsyncGenerator[ExecResult, None]:
         """`run_many` for asyncio: `async for result in box.arun_many(sources)`, in input order."""
         requests = (self.request(source, entry, capture=capture) for source in sources)
         async with aclosing(self.arun_requests(requests)) as results:
             async for result in results:
                 yield result  # type: ignore[misc]
 
-    async def arun_requests(self, requests: Iterable[RunRequest | None]) -> AsyncIterator[ExecResult | None]:
+    async def arun_requests(self, requests: Iterable[RunRequest | None]) -> AsyncGenerator[ExecResult | None, None]:
         """`run_requests` for asyncio. (Starting the pool, on first use, blocks the loop meanwhile:
         `await asyncio.to_thread(box.start)` first to avoid it.)"""
         import asyncio
@@ -216,15 +296,3 @@ class Sandbox:
         if pool is None:
             raise SandboxUnavailable("the sandbox was closed")
         return pool
-
-
-def _make_backend(name: str, *, hash_seed: int, image: str | None, limits: Limits, forks: bool) -> Backend:
-    if name == "process":
-        from potrun.sandbox.process import ProcessBackend
-
-        return ProcessBackend(hash_seed=hash_seed, pin_cpus=forks)
-    if name == "docker":
-        from potrun.sandbox.docker import DockerBackend
-
-        return DockerBackend(image=image, hash_seed=hash_seed, limits=limits)
-    raise UsageError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")

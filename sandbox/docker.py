@@ -10,11 +10,12 @@ Each container is created with (see `container_options`):
     network_mode="none"             no interface but loopback
     read_only=True                  read-only root filesystem
     tmpfs /tmp (64 MB, 1777)        the only writable place: the worker's scratch directories
-    mem_limit                       memory_mb x SLOTS_PER_CONTAINER + WORKER_OVERHEAD_MB, swap disabled;
-                                    the per-program limit stays RLIMIT_AS (memory_mb) set by the worker,
-                                    the cgroup limit is the container-wide backstop above it: the worker
-                                    itself (Python + numpy, ~60 MB), the /tmp tmpfs (which the memory
-                                    cgroup charges, up to 64 MB) and page cache fit in the overhead
+    mem_limit                       memory_mb + WORKER_OVERHEAD_MB (one worker per container), swap
+                                    disabled; the per-program limit stays RLIMIT_AS (memory_mb) set by
+                                    the worker, the cgroup limit is the container-wide backstop above
+                                    it: the worker itself (Python + numpy, ~60 MB), the /tmp tmpfs
+                                    (which the memory cgroup charges, up to 64 MB) and page cache fit
+                                    in the overhead
     pids_limit                      max_processes + PIDS_OVERHEAD (the worker and its runner)
     nano_cpus=1e9                   one CPU per container
     user="0", cap_drop=["ALL"],     the worker is root with five capabilities only, to hand its runners
@@ -59,6 +60,7 @@ script directory on sys.path) plus the explicit environment keeps what -I is for
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import select
@@ -73,19 +75,21 @@ import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from potrun.sandbox.isolation import SCRATCH_MB, process_alive
 from potrun.types import Limits, SandboxUnavailable
 
+if TYPE_CHECKING:
+    from potrun.sandbox.api import SandboxConfig
+
 log = logging.getLogger("potrun.sandbox.docker")
 
-DEFAULT_IMAGE = "potrun-sandbox:latest"  # the same as potrun.sandbox.image.DEFAULT_IMAGE
+DEFAULT_IMAGE = "potrun-sandbox:latest"  # what `potrun image build` tags, and what runs without --image
 SANDBOX_LABEL = "potrun.sandbox"
 SESSION_LABEL = "potrun.session"
 PID_LABEL = "potrun.pid"
 HOST_LABEL = "potrun.host"
-SLOTS_PER_CONTAINER = 1  # one worker slot per container
 WORKER_OVERHEAD_MB = 256  # the worker process, the /tmp tmpfs, page cache: above the program's own limit
 PIDS_OVERHEAD = 2  # the worker and its runner: the program itself gets exactly max_processes
 NANO_CPUS = 1_000_000_000  # one CPU per container
@@ -145,11 +149,34 @@ def require_image(client: Any, image: str) -> Any:
         raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}") from None
 
 
+# ------------------------------------------------------------------------ the registry's entry points
+
+
+def make_backend(config: SandboxConfig) -> DockerBackend:
+    """The docker backend of `config` (backends.BACKENDS): connects to the engine, checks the image."""
+    return DockerBackend(image=config.image, hash_seed=config.hash_seed, limits=config.limits)
+
+
+def unavailable(config: SandboxConfig) -> str | None:
+    """Why the docker backend cannot run `config` here (no SDK, no engine, no image), or None."""
+    try:
+        client = connect(timeout=10)
+    except SandboxUnavailable as exc:
+        return str(exc)
+    try:
+        require_image(client, config.image or DEFAULT_IMAGE)
+    except SandboxUnavailable as exc:
+        return str(exc)
+    finally:
+        client.close()
+    return None
+
+
 def container_options(
-    *, image: str, slot: int, limits: Limits, hash_seed: int, session: str, name: str | None = None
+    *, image: str, limits: Limits, hash_seed: int, session: str, name: str | None = None
 ) -> dict[str, Any]:
     """Keyword arguments of `client.containers.create` for one worker slot: all of the hardening."""
-    memory_mb = limits.memory_mb * SLOTS_PER_CONTAINER + WORKER_OVERHEAD_MB
+    memory_mb = limits.memory_mb + WORKER_OVERHEAD_MB
     return {
         "image": image,
         "command": [*WORKER_COMMAND, "--scratch-is-private"],
@@ -197,7 +224,8 @@ def _remove(client: Any, container_id: str) -> None:
 def list_containers(client: Any, session: str | None = None) -> list[Any]:
     """Containers carrying the potrun sandbox label (of one session when given), running or not."""
     labels = [f"{SANDBOX_LABEL}=1"] + ([f"{SESSION_LABEL}={session}"] if session else [])
-    return client.containers.list(all=True, filters={"label": labels})
+    containers: list[Any] = client.containers.list(all=True, filters={"label": labels})
+    return containers
 
 
 def remove_session(session: str, client: Any | None = None, wait_s: float = REMOVE_TIMEOUT_S) -> int:
@@ -389,7 +417,7 @@ class _Attached:
             if stream is None:
                 continue
             sock = getattr(stream, "_sock", stream)
-            for close in (lambda: sock.shutdown(socket.SHUT_RDWR), stream.close, sock.close):
+            for close in (functools.partial(sock.shutdown, socket.SHUT_RDWR), stream.close, sock.close):
                 try:
                     close()
                 except OSError:
@@ -555,7 +583,7 @@ class DockerBackend:
         self.hash_seed = hash_seed
         self.limits = limits or Limits()
         self.client = client or connect()
-        self.image_id = require_image(self.client, self.image).id
+        require_image(self.client, self.image)  # a missing image fails here, saying how to build it
         self.session = uuid.uuid4().hex
         self.max_parallel = max_parallel
         self._executor: ThreadPoolExecutor | None = None
@@ -564,9 +592,9 @@ class DockerBackend:
         self._started = 0
         self._reaper: subprocess.Popen[bytes] | None = None
 
-    def options(self, slot: int, name: str | None = None) -> dict[str, Any]:
+    def options(self, name: str | None = None) -> dict[str, Any]:
         return container_options(
-            image=self.image, slot=slot, limits=self.limits, hash_seed=self.hash_seed, session=self.session, name=name
+            image=self.image, limits=self.limits, hash_seed=self.hash_seed, session=self.session, name=name
         )
 
     # -- Backend ---------------------------------------------------------------------------------------
@@ -582,7 +610,7 @@ class DockerBackend:
                 self._executor = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="potrun-docker")
             self._started += 1
             name = f"potrun-{self.session[:8]}-{slot}-{self._started}"
-            future = self._executor.submit(self._launch, slot, name)
+            future = self._executor.submit(self._launch, name)
         return DockerWorker(self, slot, future)
 
     def close(self) -> None:
@@ -608,10 +636,10 @@ class DockerBackend:
 
     # -- containers ------------------------------------------------------------------------------------
 
-    def _launch(self, slot: int, name: str) -> _Attached:
+    def _launch(self, name: str) -> _Attached:
         docker = docker_module()
         try:
-            container = self.client.containers.create(**self.options(slot, name))
+            container = self.client.containers.create(**self.options(name))
         except docker.errors.ImageNotFound:
             raise SandboxUnavailable(f"the sandbox image {self.image} is not present: {BUILD_HINT}") from None
         except docker.errors.APIError as exc:

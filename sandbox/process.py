@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 from potrun.sandbox import memcg
 from potrun.sandbox.isolation import (
@@ -18,6 +19,10 @@ from potrun.sandbox.isolation import (
     process_alive,
     remove_pids_cgroup,
 )
+from potrun.types import Isolation
+
+if TYPE_CHECKING:
+    from potrun.sandbox.api import SandboxConfig
 
 SCRATCH_PREFIX = "potrun-worker-"  # then the pid of the potrun process that made it
 _swept = False  # leftovers of dead potrun processes are removed once per process
@@ -112,6 +117,16 @@ class ProcessBackend:
 
     def close(self) -> None:
         pass
+
+
+def make_backend(config: SandboxConfig) -> ProcessBackend:
+    """The process backend of `config` (backends.BACKENDS)."""
+    return ProcessBackend(hash_seed=config.hash_seed, pin_cpus=config.tier is Isolation.FORK)
+
+
+def unavailable(config: SandboxConfig) -> str | None:
+    """None: the process backend runs wherever potrun does."""
+    return None
 
 
 def _next_cpu() -> int | None:

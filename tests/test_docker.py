@@ -41,7 +41,7 @@ SLOW_LOOP = "x = 0\nfor i in range(2 * 10**6):\n    x += i\nans = x"
 
 def test_container_options_carry_all_the_hardening():
     limits = Limits(memory_mb=1024, max_processes=32)
-    options = backend.container_options(image="img:1", slot=3, limits=limits, hash_seed=7, session="s1", name="n")
+    options = backend.container_options(image="img:1", limits=limits, hash_seed=7, session="s1", name="n")
     assert options["command"] == ["python3", "-s", "-P", "-m", "potrun.sandbox.worker", "--scratch-is-private"]
     assert options["stdin_open"] is True and options["tty"] is False and options["detach"] is False
     assert options["network_mode"] == "none"
@@ -66,7 +66,7 @@ def test_sdk_create_sets_stdin_once():
     docker = pytest.importorskip("docker")
     from docker.models.containers import _create_container_args
 
-    options = backend.container_options(image="img", slot=0, limits=Limits(), hash_seed=0, session="s")
+    options = backend.container_options(image="img", limits=Limits(), hash_seed=0, session="s")
     args = _create_container_args(dict(options, version="1.41"))
     config = docker.types.ContainerConfig("1.41", **{k: v for k, v in args.items() if k not in ("host_config", "name")})
     assert config["OpenStdin"] is True and config["StdinOnce"] is True and config["Tty"] is False
@@ -371,7 +371,7 @@ def test_a_killed_worker_exits_when_its_stdin_closes(engine):
     worker's stdin, the worker exits, auto_remove removes the container."""
     client = backend.connect()
     options = backend.container_options(
-        image=backend.DEFAULT_IMAGE, slot=0, limits=Limits(), hash_seed=0, session="stdin-once-probe", name=None
+        image=backend.DEFAULT_IMAGE, limits=Limits(), hash_seed=0, session="stdin-once-probe", name=None
     )
     container = client.containers.create(**options)
     stream = container.attach_socket(params={"stdin": 1, "stdout": 1, "stream": 1})
