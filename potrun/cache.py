@@ -1,7 +1,7 @@
 """The dedup cache: a program that was already run in this run is not run again.
 
-RL rollouts and self-consistency samples repeat programs. `CachedSandbox` wraps a `Sandbox` (the same
-`request` / `run_requests` interface that `check_records` uses) and, per request:
+RL rollouts and self-consistency samples repeat programs. `CachedSandbox` wraps a `Sandbox` (it is a
+`SandboxLike`, the interface `check_records` uses) and, per request:
 
 - its key: SHA-256 of the canonical JSON of the whole request message (source, policy, entry,
   isolation, limits): two requests share a result only when they would run the same way;
@@ -23,10 +23,13 @@ import json
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from potrun.sandbox.protocol import RunRequest
 from potrun.types import ExecResult, Status
+
+if TYPE_CHECKING:
+    from potrun.sandbox.api import Sandbox
 
 MAX_ENTRIES = 100_000
 MAX_BYTES = 64 << 20  # estimated size of the results held
@@ -90,13 +93,12 @@ class ResultCache:
 
 
 class CachedSandbox:
-    """A Sandbox that runs each distinct request once (see the module docstring).
+    """A Sandbox that runs each distinct request once (see the module docstring): a `SandboxLike`, and
+    `run` / `run_many` like a Sandbox's; it starts and closes the wrapped sandbox. Safe to share between
+    threads, as the Sandbox is: each call dedupes its own stream's duplicates in flight, and all share
+    the cache."""
 
-    It has the two methods `check_records` needs (`request`, `run_requests`); everything else is the
-    wrapped sandbox's. Safe to share between threads, as the Sandbox is: each call dedupes its own
-    stream's duplicates in flight, and all share the cache."""
-
-    def __init__(self, sandbox: Any, cache: ResultCache | None = None) -> None:
+    def __init__(self, sandbox: Sandbox, cache: ResultCache | None = None) -> None:
         self.sandbox = sandbox
         self.cache = cache if cache is not None else ResultCache()
         self.hits = 0  # programs served without running (cache hits and duplicates of one in flight)
@@ -106,24 +108,33 @@ class CachedSandbox:
         with self._lock:
             self.hits += 1
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sandbox, name)
-
-    def __enter__(self) -> CachedSandbox:
+    def start(self) -> CachedSandbox:
         self.sandbox.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         self.sandbox.close()
 
-    def request(self, source: str, entry: str | None = None, **options: Any) -> RunRequest:
-        return self.sandbox.request(source, entry, **options)
+    def __enter__(self) -> CachedSandbox:
+        return self.start()
 
-    def run(self, source: str, *, entry: str | None = None, **options: Any) -> ExecResult:
-        return next(self.run_many([source], entry=entry, **options))
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
-    def run_many(self, sources: Iterable[str], *, entry: str | None = None, **options: Any) -> Iterator[ExecResult]:
-        requests = (self.request(source, entry, **options) for source in sources)
+    def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> RunRequest:
+        return self.sandbox.request(source, entry, capture=capture)
+
+    def companion(self, policy: str = "trusted", isolation: str = "fork", workers: int = 4) -> Sandbox:
+        """The wrapped sandbox's companion: checker programs run uncached."""
+        return self.sandbox.companion(policy, isolation, workers)
+
+    def run(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
+        return next(self.run_many([source], entry=entry, capture=capture))
+
+    def run_many(
+        self, sources: Iterable[str], *, entry: str | None = None, capture: bool = False
+    ) -> Iterator[ExecResult]:
+        requests = (self.request(source, entry, capture=capture) for source in sources)
         return self.run_requests(requests)  # type: ignore[return-value]
 
     def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:

@@ -74,7 +74,7 @@ def error_exit(error: PotrunError) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from potrun.durable import OutputWriter, resume_command, resume_output, write_text_output
-    from potrun.engines import make_engine
+    from potrun.engines import LocalEngine, make_engine
     from potrun.pipeline import CheckOptions, load_golds
     from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
     from potrun.report import Progress, Summary, render
@@ -106,7 +106,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         ray_address=args.ray_address,
         ray_actors=args.ray_actors,
     )
-    summary = Summary(options.presets, settings=_settings(args, engine.sandbox))
+    summary = Summary(options.presets, settings=_settings(args, engine.config))
     done = 0
     if args.resume:  # the results already in --out count, and their records are not run again
         records, done = resume_output(
@@ -117,7 +117,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
         # run on the actors).
-        programs = (lambda: engine.sandbox.completed) if args.engine == "local" else None
+        programs = (lambda: engine.sandbox.completed) if isinstance(engine, LocalEngine) else None
         with (
             engine,
             Progress(None if total is None else total - done, enabled=not args.quiet, programs=programs) as progress,
@@ -452,14 +452,14 @@ def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> di
     }
 
 
-def _settings(args: argparse.Namespace, sandbox: Any) -> dict[str, Any]:
+def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     return {
-        "policy": sandbox.policy.name,
-        "backend": sandbox.backend_name,
-        "isolation": str(sandbox.isolation),
-        "workers": sandbox.workers,
+        "policy": config.policy,
+        "backend": config.backend,
+        "isolation": str(config.tier),
+        "workers": config.worker_count,
         "timeout_s": args.timeout,
-        "wall_timeout_s": sandbox.limits.wall_limit_s,
+        "wall_timeout_s": config.limits.wall_limit_s,
         "mode": args.mode,
     }
 

@@ -30,7 +30,7 @@ from typing import Any
 from potrun.cache import CachedSandbox
 from potrun.pipeline import RESULT_FIELDS, CheckOptions, RecordResult, check_records
 from potrun.records import Record
-from potrun.sandbox.api import Sandbox
+from potrun.sandbox.api import Sandbox, SandboxConfig, SandboxLike
 from potrun.types import BadRecord, InputError, PotrunError, SandboxUnavailable, UsageError
 
 ENGINES = ("local", "ray")
@@ -48,12 +48,14 @@ class LocalEngine:
     name = "local"
 
     def __init__(self, sandbox_options: Mapping[str, Any], *, cache: bool = True) -> None:
-        self.sandbox = Sandbox(**sandbox_options)
-        self._runner: Any = CachedSandbox(self.sandbox) if cache else self.sandbox
+        self.config = SandboxConfig(**sandbox_options)
+        self.sandbox = Sandbox.from_config(self.config)
+        self._cache = CachedSandbox(self.sandbox) if cache else None
+        self._runner: SandboxLike = self._cache if self._cache is not None else self.sandbox
 
     @property
     def cache_hits(self) -> int:
-        return getattr(self._runner, "hits", 0)
+        return self._cache.hits if self._cache is not None else 0
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -86,17 +88,18 @@ class ShardScorer:
     A restarted actor (its node or process died) is a fresh instance: its pool starts again, and it
     fetches the golds again when its first shard comes."""
 
-    def __init__(self, sandbox_options: dict[str, Any], cache: bool) -> None:
-        self.sandbox = Sandbox(**sandbox_options).start()
-        self.runner: Any = CachedSandbox(self.sandbox) if cache else self.sandbox
-        self._golds: tuple[Any, Any] = (None, None)  # (reference, dict)
+    def __init__(self, config: SandboxConfig, cache: bool) -> None:
+        self.sandbox = Sandbox.from_config(config).start()
+        self._cache = CachedSandbox(self.sandbox) if cache else None
+        self.runner: SandboxLike = self._cache if self._cache is not None else self.sandbox
+        self._golds: tuple[Any, Mapping[Any, Any] | None] = (None, None)  # (reference, the golds)
 
     def score(
         self, shard: list[tuple[Any, ...]], options: CheckOptions, golds_ref: list[Any]
     ) -> tuple[list[tuple[Any, ...]], int, str | None]:
         """(results in shard order, cache hits in this shard, the --strict error or None); records and
         results travel as tuples (`_pack_record`, `_pack_result`)."""
-        hits = getattr(self.runner, "hits", 0)
+        hits = self._cache_hits()
         results: list[tuple[Any, ...]] = []
         error = None
         records = map(_unpack_record, shard)
@@ -104,7 +107,10 @@ class ShardScorer:
             results.extend(map(_pack_result, check_records(records, self.runner, options, self._resolve(golds_ref))))
         except InputError as exc:
             error = str(exc)
-        return results, getattr(self.runner, "hits", 0) - hits, error
+        return results, self._cache_hits() - hits, error
+
+    def _cache_hits(self) -> int:
+        return self._cache.hits if self._cache is not None else 0
 
     def _resolve(self, golds_ref: list[Any]) -> Mapping[Any, Any] | None:
         if not golds_ref:
@@ -138,8 +144,7 @@ class RayEngine:
         num_cpus: int | None = None,
         shard_records: int | None = None,
     ) -> None:
-        self.sandbox = Sandbox(**sandbox_options)  # checks the options here; never started on the driver
-        self.sandbox_options = dict(sandbox_options)
+        self.config = SandboxConfig(**sandbox_options)  # checked here; the sandboxes are the actors'
         self.cache = cache
         self.address = address
         self.actors = actors
@@ -213,7 +218,7 @@ class RayEngine:
         actor = ray.remote(ShardScorer).options(
             num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS, scheduling_strategy="SPREAD"
         )
-        self._handles = [actor.remote(self.sandbox_options, self.cache) for _ in range(count)]
+        self._handles = [actor.remote(self.config, self.cache) for _ in range(count)]
         self.actor_count = count
         try:
             ready = [handle.state.remote() for handle in self._handles]

@@ -35,7 +35,7 @@ from potrun.process_golds import (
     read_process_gold,
 )
 from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, first_field, read_records
-from potrun.sandbox.api import Sandbox
+from potrun.sandbox.api import SandboxLike
 from potrun.sandbox.protocol import RunRequest
 from potrun.scoring import majority_vote, pass_at_k
 from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
@@ -190,7 +190,7 @@ def load_golds(path: str | Path, id_fields: tuple[str, ...], gold_fields: tuple[
 
 def check_records(
     records: Iterable[Record | BadRecord],
-    sandbox: Sandbox,
+    sandbox: SandboxLike,
     options: CheckOptions,
     golds: Mapping[Any, Any] | None = None,
 ) -> Iterator[RecordResult]:
@@ -294,7 +294,7 @@ def extract_sample(text: str, mode: str) -> Sample:
 
 
 def finish(
-    prepared: Prepared, executed: list[ExecResult], options: CheckOptions, sandbox: Sandbox | None = None
+    prepared: Prepared, executed: list[ExecResult], options: CheckOptions, sandbox: SandboxLike | None = None
 ) -> RecordResult:
     """Combine a record's samples and their results into its verdict (`sandbox` runs checker golds)."""
     if prepared.outcome is not None:
@@ -347,7 +347,7 @@ def finish(
     return _with_answer_reading(result, prepared.samples[0], options)
 
 
-def _run_checker(sandbox: Sandbox | None, checker: str, outcomes: list[ExecResult]) -> dict[int, ExecResult]:
+def _run_checker(sandbox: SandboxLike | None, checker: str, outcomes: list[ExecResult]) -> dict[int, ExecResult]:
     """The checker's result on each sample that has an answer, by the sample's position. It runs on
     the sandbox's companion under the checker's policy and isolation (`potrun.process_golds`)."""
     if sandbox is None:

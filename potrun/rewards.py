@@ -19,7 +19,8 @@ Each completion goes through the same pipeline as `potrun check` (extraction, th
 comparator preset). The sandbox is shared and warm across calls: created on first use in each process
 (a forked trainer process gets its own), closed at exit (`close()` to do it sooner), with a dedup cache
 of results that also lives across calls (rollouts repeat programs). `configure(...)` sets its options
-(Sandbox keyword arguments: workers, timeout, memory_mb, policy, ...) before or between calls.
+(Sandbox keyword arguments: workers, timeout, memory_mb, policy, ...) before or between calls; a bad
+one is a UsageError at once (they are checked as a SandboxConfig: nothing starts).
 The reward functions are safe to call from any number of threads at once (verl's and reward
 servers' thread pools), and their programs share the one pool's pipelines: no lock serializes them.
 (Per-sample calls from 32 threads measured 0.42-0.47x the throughput of one batched call on 2 cores,
@@ -35,29 +36,35 @@ import atexit
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from potrun.cache import CachedSandbox
 from potrun.pipeline import CheckOptions, RecordResult, check_records
 from potrun.records import Record
-from potrun.sandbox.api import Sandbox
+from potrun.sandbox.api import Sandbox, SandboxConfig, SandboxLike
 from potrun.types import UsageError
 
 BINARY = {"correct": 1.0, "executed": 0.0, "failed": 0.0}
 SHAPED = {"correct": 1.0, "executed": 0.1, "failed": 0.0}
-DEFAULT_SANDBOX = {"policy": "restricted", "timeout": 5.0}
+
+
+class _Shared(TypedDict):
+    config: SandboxConfig  # of the next shared sandbox
+    box: CachedSandbox | None  # the shared sandbox, once made
+    pid: int | None  # the process that made it: a forked child makes its own
+
 
 _lock = threading.Lock()  # guards _state: the shared sandbox is made, replaced and closed under it
-_state: dict[str, Any] = {"options": dict(DEFAULT_SANDBOX), "box": None, "pid": None}
+_state: _Shared = {"config": SandboxConfig(), "box": None, "pid": None}
 
 
 def configure(**sandbox_options: Any) -> None:
-    """Options of the shared sandbox (`Sandbox` keyword arguments); a running one is closed and the
-    next call starts one with these."""
-    Sandbox(**{**DEFAULT_SANDBOX, **sandbox_options})  # check them now, not at the first reward
+    """Options of the shared sandbox (`Sandbox` keyword arguments; the others keep their defaults); a
+    running one is closed and the next call starts one with these."""
+    config = SandboxConfig(**sandbox_options)  # checked now, not at the first reward
     with _lock:
         _close_locked()
-        _state["options"] = {**DEFAULT_SANDBOX, **sandbox_options}
+        _state["config"] = config
 
 
 def close() -> None:
@@ -75,10 +82,11 @@ def _close_locked() -> None:
 
 def _shared_sandbox() -> CachedSandbox:
     with _lock:
-        if _state["box"] is None or _state["pid"] != os.getpid():
-            sandbox = Sandbox(**_state["options"]).start()
-            _state["box"], _state["pid"] = CachedSandbox(sandbox), os.getpid()
-        return _state["box"]
+        box = _state["box"]
+        if box is None or _state["pid"] != os.getpid():
+            box = CachedSandbox(Sandbox.from_config(_state["config"]).start())
+            _state["box"], _state["pid"] = box, os.getpid()
+        return box
 
 
 atexit.register(close)
@@ -103,14 +111,12 @@ def score_completions(
     scale: Mapping[str, float] | None = None,
     mode: str = "pot",
     preset: str = "default",
-    sandbox: Any = None,
+    sandbox: SandboxLike | None = None,
     **compare_options: Any,
 ) -> list[float]:
     """One reward per (completion, gold) pair, in order (`SHAPED` scale when `shaped`, else `BINARY`;
     or a `scale` of your own with the keys correct, executed, failed). `sandbox`: your own started
     Sandbox instead of the shared one."""
-    if len(completions) != len(golds):
-        raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
     points = dict(scale) if scale is not None else (SHAPED if shaped else BINARY)
     results = score_records(completions, golds, mode=mode, preset=preset, sandbox=sandbox, **compare_options)
     return [reward_of(result, points) for result in results]
@@ -122,10 +128,12 @@ def score_records(
     *,
     mode: str = "pot",
     preset: str = "default",
-    sandbox: Any = None,
+    sandbox: SandboxLike | None = None,
     **compare_options: Any,
 ) -> list[RecordResult]:
     """The full RecordResult of each pair (status, value, correct, ...), for logging beside the rewards."""
+    if len(completions) != len(golds):
+        raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
     options = CheckOptions(
         code_fields=("output",),
         gold_fields=("gold",),
@@ -135,7 +143,8 @@ def score_records(
         compare_options=compare_options,
     )
     records = [
-        Record(n, {"output": completion_text(c), "gold": g}) for n, (c, g) in enumerate(zip(completions, golds), 1)
+        Record(n, {"output": completion_text(c), "gold": g})
+        for n, (c, g) in enumerate(zip(completions, golds, strict=True), 1)
     ]
     return list(check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options))
 
