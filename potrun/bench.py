@@ -60,7 +60,7 @@ def run_bench(
     speeds and the ratio are medians over the rounds (this machine's timings are noisy)."""
     programs = load_programs(corpus, code_fields, limit)
     with Sandbox(policy="trusted", timeout=QUICK_S) as probe:
-        quick = [p for p, r in zip(programs, probe.run_many(programs)) if r.status is not Status.TIMEOUT]
+        quick = [p for p, r in zip(programs, probe.run_many(programs), strict=True) if r.status is not Status.TIMEOUT]
     started = time.perf_counter()
     sandbox = sandbox_factory()
     exec_s: list[float] = []
@@ -76,7 +76,7 @@ def run_bench(
             started = time.perf_counter()
             results = list(sandbox.run_many(sources))
             potrun_s.append(time.perf_counter() - started)
-    ratios = [e / p for e, p in zip(exec_s, potrun_s)]
+    ratios = [e / p for e, p in zip(exec_s, potrun_s, strict=True)]
     walls = sorted(r.wall_s for r in results)
     return {
         "corpus": corpus,

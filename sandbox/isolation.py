@@ -95,7 +95,7 @@ def unshare_network() -> bool:
     if _libc.unshare(CLONE_NEWNET) == 0:
         return True
     # Not root: an unprivileged user namespace may still allow a network namespace.
-    return _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0
+    return bool(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0)
 
 
 def fork() -> int:
@@ -107,7 +107,7 @@ def fork() -> int:
     fresh child ~190 copy-on-write page faults: about 0.4 ms of every fork."""
     if threading.active_count() > 1:
         return os.fork()
-    pid = _libc_fork()
+    pid: int = _libc_fork()
     if pid < 0:
         error = ctypes.get_errno()
         raise OSError(error, os.strerror(error))
@@ -125,7 +125,7 @@ def mount_private_scratch(path: str) -> bool:
     if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return False
     options = f"size={SCRATCH_MB}m,mode=0711".encode()
-    return _libc.mount(b"potrun-scratch", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
+    return bool(_libc.mount(b"potrun-scratch", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0)
 
 
 def unmount(path: str) -> None:
@@ -176,14 +176,14 @@ def _capability_sets(mask: int) -> tuple[Any, Any]:
 
 def set_subreaper() -> bool:
     """Orphans of programs are re-parented to this process, so none can escape cleanup."""
-    return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return bool(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
 
 
 def set_non_dumpable() -> bool:
     """PR_SET_DUMPABLE 0: this process's /proc/PID entries (fd, mem, environ, maps) become root's and
     ptrace of it needs CAP_SYS_PTRACE, even for a process of the same uid (a container's runner).
     Its forks inherit it, and a runner's change of uid keeps it (the kernel resets it then anyway)."""
-    return _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    return bool(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
 
 
 def die_with_parent() -> None:
@@ -237,11 +237,8 @@ def python_paths() -> set[str]:
     """Where this Python's files are: its prefixes, its import path, the folders of modules loaded."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)}
     paths.update(entry for entry in sys.path if entry)
-    paths.update(
-        os.path.dirname(module.__file__)
-        for module in list(sys.modules.values())
-        if isinstance(getattr(module, "__file__", None), str)
-    )
+    files = (getattr(module, "__file__", None) for module in list(sys.modules.values()))
+    paths.update(os.path.dirname(file) for file in files if isinstance(file, str))
     return {path for path in paths if os.path.exists(path)}
 
 

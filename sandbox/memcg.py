@@ -6,12 +6,13 @@ fault or write, memfd and tmpfs pages included, and its OOM killer stops the pro
 
 Moving each fork into a cgroup (writing cgroup.procs) costs every fork (below), so the worker joins
 the cgroup itself, once, after its imports: v1 does not move charges already made, so what it
-imported stays charged outside, and what its runners use is charged inside, for free at fork. The limit is the program's memory_mb
-plus what the cgroup holds while no runner lives (the worker's own later allocations: an on-demand
-numpy import, its buffers), re-read only when that changes. The worker makes itself the OOM killer's
-last choice where it may (oom_score_adj -1000 needs CAP_SYS_RESOURCE) and raises each runner's to
-1000 just after the fork, so that the killer takes the program, not the worker. A program during
-which the `oom_kill` count grew (its runner, or any of its processes, was killed) is `memory_limit`.
+imported stays charged outside, and what its runners use is charged inside, for free at fork. The
+limit is the program's memory_mb plus what the cgroup holds while no runner lives (the worker's own
+later allocations: an on-demand numpy import, its buffers), re-read only when that changes. The
+worker makes itself the OOM killer's last choice where it may (oom_score_adj -1000 needs
+CAP_SYS_RESOURCE) and raises each runner's to 1000 just after the fork, so that the killer takes the
+program, not the worker. A program during which the `oom_kill` count grew (its runner, or any of its
+processes, was killed) is `memory_limit`.
 
 Cost (measured in fresh forks of a 30 MB process, cgroup v1, kernel 6.18 here): moving the fork in
 by writing cgroup.procs took ~110 us, ~13 us of it the kernel's, the rest the fork's page faults;

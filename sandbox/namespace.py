@@ -80,7 +80,7 @@ def mount_own_proc() -> bool:
     """Mount the PID namespace's own /proc on /proc (in a mount namespace of this process's own):
     for a worker whose minimal root could not be built, so that its view of its children, and its
     runners' view of processes, is of its namespace."""
-    return _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | 0x8, b"hidepid=invisible") == 0
+    return bool(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | 0x8, b"hidepid=invisible") == 0)
 
 
 # ------------------------------------------------------------------------------------ the minimal root

@@ -22,7 +22,6 @@ import ctypes
 import errno
 import platform
 import struct
-from typing import Union
 
 PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
@@ -167,7 +166,7 @@ class _Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-Label = Union[int, str]
+Label = int | str
 
 
 def filter_program(machine: str | None = None) -> bytes | None:
@@ -218,4 +217,4 @@ def install() -> bool:
     fprog = _Program(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # what lets a process without CAP_SYS_ADMIN filter itself
-    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+    return bool(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0)

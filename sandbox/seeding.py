@@ -42,7 +42,7 @@ def install() -> None:
         _seed_with(self, _stream.getrandbits(128) if a is None else a, version)
 
     random.Random.seed = seed  # type: ignore[method-assign]
-    random.seed = random._inst.seed  # type: ignore[attr-defined]  # bound to the old method at import
+    random.seed = random._inst.seed  # bound to the old method at import
     random._urandom = _stream_bytes  # type: ignore[attr-defined]
 
 

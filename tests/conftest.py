@@ -2,8 +2,9 @@
 
 Pools are expensive (each worker imports numpy), so one `Sandbox` per (policy, backend) serves a whole
 session (one per xdist process). Backends are a fixture parameter: "process" always, "docker" marked
-`docker` and skipped with the reason when there is no engine or no `potrun-sandbox:latest` image,
-except under POTRUN_REQUIRE_DOCKER=1 (CI), where that is a failure.
+`docker` and skipped with the reason when it cannot run here (the registry's own check: no docker SDK,
+no engine or no `potrun-sandbox:latest` image), except under POTRUN_REQUIRE_DOCKER=1 (CI), where that
+is a failure.
 
 The helpers at the bottom look at the machine from outside the sandbox (the process table, the test
 process's own memory, a socket the test listens on): what a program did must be checked where it
@@ -25,7 +26,10 @@ from typing import Any
 
 import pytest
 
+import potrun.sandbox.docker
 from potrun import ExecResult, Sandbox, Status
+from potrun.sandbox.api import SandboxConfig
+from potrun.sandbox.backends import BACKENDS, unavailable
 
 POLICIES = ("restricted", "trusted")
 WORKERS = 2
@@ -37,36 +41,26 @@ MEMORY_MB = 512
 CANARY_ENV = "POTRUN_CANARY_SECRET"
 # The image the docker tests run: POTRUN_TEST_IMAGE names another (one's own build, so as not to replace
 # the image others test with); every docker backend the tests make then defaults to it.
-DOCKER_IMAGE = os.environ.get("POTRUN_TEST_IMAGE", "potrun-sandbox:latest")
+DOCKER_IMAGE = os.environ.get("POTRUN_TEST_IMAGE", potrun.sandbox.docker.DEFAULT_IMAGE)
+potrun.sandbox.docker.DEFAULT_IMAGE = DOCKER_IMAGE
 WORKER_MODULE = "potrun.sandbox.worker"
 
-BACKENDS = [
-    pytest.param("process", id="process"),
-    pytest.param("docker", id="docker", marks=pytest.mark.docker),
+# Every registered backend; each but the process backend needs more than potrun (an engine, an image)
+# and carries the marker of its name (`-m "not docker"`; a new backend registers its marker in
+# pyproject.toml).
+BACKEND_PARAMS = [
+    pytest.param(name, id=name, marks=() if name == "process" else getattr(pytest.mark, name)) for name in BACKENDS
 ]
 
 
 # ---------------------------------------------------------------------------------------- backends
 
 
-if DOCKER_IMAGE != "potrun-sandbox:latest":
-    import potrun.sandbox.docker
-
-    potrun.sandbox.docker.DEFAULT_IMAGE = DOCKER_IMAGE
-
-
 @functools.cache
-def docker_unavailable() -> str | None:
-    """Why the docker backend cannot run here, or None when the engine and the image are there."""
-    from potrun.sandbox import image
-    from potrun.types import SandboxUnavailable
-
-    try:
-        image.ensure_engine()
-        present = image.image_exists(DOCKER_IMAGE)  # `docker image inspect`
-    except SandboxUnavailable as exc:
-        return str(exc)
-    return None if present else f"{DOCKER_IMAGE} is not built (run .ci/setup-docker.sh)"
+def backend_unavailable(name: str) -> str | None:
+    """Why the backend `name` cannot run the tests' sandboxes here, or None: asked as the backend
+    itself would ask (for docker: the SDK importable, an engine answering, the test image present)."""
+    return unavailable(SandboxConfig(name, image=DOCKER_IMAGE))
 
 
 @pytest.hookimpl(trylast=True)
@@ -74,17 +68,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Every test that uses `backend` runs on each backend; the backend comes last in the test id
     (program-policy-backend), hence a late hook rather than fixture params."""
     if "backend" in metafunc.fixturenames:
-        metafunc.parametrize("backend", BACKENDS, indirect=True, scope="session")
+        metafunc.parametrize("backend", BACKEND_PARAMS, indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest) -> str:
-    if request.param == "docker":
-        reason = docker_unavailable()
-        if reason is not None:
-            if os.environ.get("POTRUN_REQUIRE_DOCKER") == "1":
-                pytest.fail(f"POTRUN_REQUIRE_DOCKER=1 but the docker backend cannot run: {reason}")
-            pytest.skip(f"docker backend unavailable: {reason}")
+    reason = backend_unavailable(request.param)
+    if reason is not None:
+        if os.environ.get("POTRUN_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"POTRUN_REQUIRE_DOCKER=1 but the {request.param} backend cannot run: {reason}")
+        pytest.skip(f"{request.param} backend unavailable: {reason}")
     return request.param
 
 
@@ -158,7 +151,8 @@ def describe(result: ExecResult) -> str:
     return (
         f"status={result.status.value} value={value[:80]} type={result.value_type} entry={result.entry} "
         f"error_type={result.error_type} error={(result.error or '')[:120]!r} "
-        f"timeout_kind={result.timeout_kind} attempts={result.attempts} wall={result.wall_s:.2f}s cpu={result.cpu_s:.2f}s"
+        f"timeout_kind={result.timeout_kind} attempts={result.attempts} "
+        f"wall={result.wall_s:.2f}s cpu={result.cpu_s:.2f}s"
     )
 
 
