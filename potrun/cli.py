@@ -527,7 +527,7 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
 
 def _backends() -> list[str]:
     """The backends' names, from their registry."""
-    from potrun.sandbox.api import BACKENDS
+    from potrun.sandbox.backends import BACKENDS
 
     return list(BACKENDS)
 
