@@ -53,7 +53,7 @@ def load_programs(path: Path) -> list[str]:
 def quick_programs(programs: list[str], workers: int) -> list[str]:
     with Sandbox("process", workers=workers, timeout=1.0) as box:
         results = list(box.run_many(programs))
-    return [p for p, r in zip(programs, results) if r.status is not Status.TIMEOUT and r.wall_s < QUICK_S]
+    return [p for p, r in zip(programs, results, strict=True) if r.status is not Status.TIMEOUT and r.wall_s < QUICK_S]
 
 
 def start_up(backend: str, workers: int, starts: int) -> float:

@@ -90,7 +90,7 @@ def differences(idle: list[dict[str, Any]], busy: list[dict[str, Any]]) -> list[
     if len(idle) != len(busy):
         raise SystemExit(f"the runs wrote {len(idle)} and {len(busy)} records")
     found = []
-    for a, b in zip(idle, busy):
+    for a, b in zip(idle, busy, strict=True):
         first, second = tuple(a.get(k) for k in COMPARED), tuple(b.get(k) for k in COMPARED)
         if first != second:
             found.append((a.get("line"), first, second))

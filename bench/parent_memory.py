@@ -60,7 +60,8 @@ def main() -> None:
                 samples.append(status.get("VmRSS", 0))
                 peak = max(peak, status.get("VmHWM", 0))
             time.sleep(0.2)
-        lines = sum(1 for _ in open(Path(directory) / "out.jsonl"))
+        with open(Path(directory) / "out.jsonl") as out:
+            lines = sum(1 for _ in out)
     print(
         json.dumps(
             {

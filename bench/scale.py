@@ -59,7 +59,7 @@ def base_records(workdir: Path, timeout: float, workers: int) -> list[dict[str, 
     ]
     subprocess.run(command, check=True)
     statuses = [json.loads(line)["status"] for line in out.read_text().splitlines()]
-    kept = [r for r, status in zip(records, statuses) if status != "timeout"]
+    kept = [r for r, status in zip(records, statuses, strict=True) if status != "timeout"]
     print(f"base: {len(kept)} records ({len(records) - len(kept)} dropped: past {timeout} s)", file=sys.stderr)
     return kept
 

@@ -4,7 +4,8 @@
 
 FILE: JSON Lines with `generated` (a list of completions; the first is used) and `answer` (the
 PoT files in ../shared/data/pot/). Completions whose program runs longer than 0.1 s (a probe run) are
-left out, as `potrun bench` leaves out slow programs: they measure the programs, not the calls. Each round starts a fresh shared sandbox (`potrun.rewards.configure`,
+left out, as `potrun bench` leaves out slow programs: they measure the programs, not the calls.
+Each round starts a fresh shared sandbox (`potrun.rewards.configure`,
 so no round is served by an earlier round's cache), warms it up on other programs, then scores the
 completions once batched (`pot_reward(completions, answer=golds)`) and once as one call per completion
 from a pool of threads. Prints completions/s for both, their ratio (median over rounds), and checks
@@ -44,7 +45,7 @@ def timed(function, *args):  # type: ignore[no-untyped-def]
 
 def per_sample(completions: list[str], golds: list[float], threads: int) -> list[float]:
     with ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(rewards.pot_reward, [c], answer=[g]) for c, g in zip(completions, golds)]
+        futures = [pool.submit(rewards.pot_reward, [c], answer=[g]) for c, g in zip(completions, golds, strict=True)]
         return [future.result()[0] for future in futures]
 
 
@@ -64,7 +65,7 @@ def main() -> None:
         rewards.configure(workers=2)
         rewards.pot_reward(warm_up, answer=[3 * k for k in range(500)])
         threaded, threaded_s = timed(per_sample, completions, golds, args.threads)
-        wrong += sum(1 for a, b in zip(batched, threaded) if a != b)
+        wrong += sum(1 for a, b in zip(batched, threaded, strict=True) if a != b)
         n = len(completions)
         ratios.append(batched_s / threaded_s)
         print(

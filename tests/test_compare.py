@@ -232,7 +232,7 @@ MATRIX_PRESETS = {
 
 @pytest.mark.parametrize("pred,gold,peers,default,why", MATRIX, ids=[m[0] for m in MATRIX])
 def test_headline_matrix(pred: str, gold: float, peers: str, default: str, why: str) -> None:
-    expected = dict(zip(MATRIX_PRESETS, (x == "T" for x in peers.split())))
+    expected = dict(zip(MATRIX_PRESETS, (x == "T" for x in peers.split()), strict=True))
     got = compare_many(pred, gold, list(MATRIX_PRESETS), options=MATRIX_PRESETS)
     assert {k: v.correct for k, v in got.items()} == expected
     assert compare(pred, gold).correct is (default == "T"), why

@@ -72,7 +72,7 @@ def in_batches(box: Sandbox, caller: int) -> list[str]:
     assert len(results) == PER_CALLER
     return [
         f"caller {caller} program {n}: {why}"
-        for n, (result, (source, expected)) in enumerate(zip(results, programs))
+        for n, (result, (source, expected)) in enumerate(zip(results, programs, strict=True))
         if (why := check(result, expected, source))
     ]
 
@@ -93,7 +93,7 @@ def test_asyncio_tasks_sharing_a_sandbox_get_their_own_results(box: Sandbox) -> 
         programs = [program(caller, number) for number in range(PER_CALLER)]
         results = [result async for result in box.arun_many(source for source, _ in programs)]
         assert len(results) == PER_CALLER
-        return [check(result, expected, source) for result, (source, expected) in zip(results, programs)]
+        return [check(result, expected, source) for result, (source, expected) in zip(results, programs, strict=True)]
 
     async def everything() -> list[str | None]:
         singles = [single(caller, number) for caller in range(4) for number in range(PER_CALLER)]
@@ -111,7 +111,11 @@ def test_threads_and_tasks_at_once(box: Sandbox) -> None:
     async def tasks() -> list[str]:
         programs = [program(100 + k, k) for k in range(PER_CALLER)]
         found = await asyncio.gather(*(box.arun(source) for source, _ in programs))
-        return [why for result, (source, expected) in zip(found, programs) if (why := check(result, expected, source))]
+        return [
+            why
+            for result, (source, expected) in zip(found, programs, strict=True)
+            if (why := check(result, expected, source))
+        ]
 
     loop_failures: list[str] = []
     loop_thread = threading.Thread(target=lambda: loop_failures.extend(asyncio.run(tasks())))
@@ -209,7 +213,7 @@ def test_an_async_reward_function_awaited_by_many_tasks() -> None:
     async def everything() -> list[tuple[list[float], float]]:
         items = [completion(k, n) for k in range(8) for n in range(20)]
         got = await asyncio.gather(*(reward([text], answer=[gold]) for text, gold, _ in items))
-        return list(zip(got, (expected for _, _, expected in items)))
+        return list(zip(got, (expected for _, _, expected in items), strict=True))
 
     try:
         assert all(got == [expected] for got, expected in asyncio.run(everything()))
@@ -232,7 +236,9 @@ def test_streams_behind_a_slow_program_with_the_answer_budget_spent(
         sources = [slow] + [f"ans = 'x' * 500 + '{k}-{n}'" for n in range(40)]
         results = list(box.run_many(sources))
         expected = [7] + ["x" * 500 + f"{k}-{n}" for n in range(40)]
-        return [f"caller {k} program {n}" for n, (r, e) in enumerate(zip(results, expected)) if r.value != e]
+        return [
+            f"caller {k} program {n}" for n, (r, e) in enumerate(zip(results, expected, strict=True)) if r.value != e
+        ]
 
     assert run_callers(box, caller) == []
     assert box._pool is not None and box._pool.held_bytes() == 0

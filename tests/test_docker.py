@@ -303,7 +303,7 @@ def test_gsm8k_gives_the_same_statuses_and_values_as_the_process_backend(engine,
     assert len(process) == len(docker) == sum(1 for _ in GSM8K.open())
     differ = [
         (p["id"], p["status"], p["value"], d["status"], d["value"])
-        for p, d in zip(process, docker)
+        for p, d in zip(process, docker, strict=True)
         if (p["status"], p["value"]) != (d["status"], d["value"])
     ]
     assert differ == []
@@ -443,9 +443,11 @@ def test_a_worker_that_dies_at_start_says_why(engine, monkeypatch, caplog):
     failing = ("python3", "-c", "import sys; sys.stderr.write('worker exploded: no module xyz\\n'); sys.exit(3)")
     monkeypatch.setattr(backend, "WORKER_COMMAND", failing)
     box = _sandbox(workers=1)
-    with caplog.at_level("WARNING", logger="potrun.sandbox.docker"):
-        with pytest.raises(SandboxUnavailable, match="did not start"):
-            box.start()
+    with (
+        caplog.at_level("WARNING", logger="potrun.sandbox.docker"),
+        pytest.raises(SandboxUnavailable, match="did not start"),
+    ):
+        box.start()
     assert "worker exploded: no module xyz" in caplog.text
     box._backend.close()
     assert _containers(session=box._backend.session) == []

@@ -86,15 +86,15 @@ def test_restricted_and_trusted_agree_on_pot_programs(name: str, pools: Pools) -
     # again with room to finish, and must then agree.
     near_limit = [
         i
-        for i, pair in enumerate(zip(runs["restricted"], runs["trusted"]))
+        for i, pair in enumerate(zip(runs["restricted"], runs["trusted"], strict=True))
         if [r.status for r in pair].count(Status.TIMEOUT) == 1
     ]
     for policy in POLICIES:
         again = _run_all(pools.get(policy, "process"), [programs[i] for i in near_limit], NEAR_LIMIT_RERUN_S)
-        for i, result in zip(near_limit, again):
+        for i, result in zip(near_limit, again, strict=True):
             runs[policy][i] = result
     differences = {}
-    for (number, _), restricted, trusted in zip(programs, runs["restricted"], runs["trusted"]):
+    for (number, _), restricted, trusted in zip(programs, runs["restricted"], runs["trusted"], strict=True):
         if restricted.status is not trusted.status or not same_value(restricted.value, trusted.value):
             differences[(name, number)] = f"restricted {describe(restricted)} / trusted {describe(trusted)}"
     known = {key for key in KNOWN_POLICY_DIFFERENCES if key[0] == name}
@@ -439,7 +439,7 @@ def test_worker_killed_during_run_many(box: Sandbox) -> None:
             killed = _kill_from_outside(box)
     assert killed is not None, "no worker had programs in flight"
     assert len(results) == 50
-    for i, (result, (_, status, value)) in enumerate(zip(results, programs)):
+    for i, (result, (_, status, value)) in enumerate(zip(results, programs, strict=True)):
         assert result.status.value == status and same_value(result.value, value), f"#{i}: {describe(result)}"
     assert any(r.attempts == 2 for r in results), "no program was retried after its worker was lost"
     assert box.workers_replaced == replaced + 1

@@ -113,7 +113,7 @@ ENGINE_DOWN = (
 
 def test_engine_down_is_sandbox_unavailable(tmp_path, monkeypatch):
     _fake_docker(tmp_path, monkeypatch, ENGINE_DOWN)
-    with pytest.raises(SandboxUnavailable, match="no Docker engine is reachable.*Cannot connect"):
+    with pytest.raises(SandboxUnavailable, match=r"no Docker engine is reachable.*Cannot connect"):
         image.build_image(base="potrun-base:bookworm")
     with pytest.raises(SandboxUnavailable, match="no Docker engine"):
         image.image_exists("potrun-sandbox:latest")

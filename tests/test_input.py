@@ -81,7 +81,7 @@ def test_a_huge_line_is_read_past_in_pieces(tmp_path: Path) -> None:
 def test_a_truncated_last_line_says_so(tmp_path: Path) -> None:
     path = tmp_path / "preds.jsonl"
     path.write_bytes(jsonl(GOOD[:2]) + b'{"id": "r2", "code": "ans')
-    code, summary, results = check(tmp_path, str(path))
+    code, _summary, results = check(tmp_path, str(path))
     assert code == 0 and [r["status"] for r in results] == ["ok", "ok", "bad_record"]
     assert "truncated" in results[2]["error"] and results[2]["line"] == 3
 
@@ -154,7 +154,7 @@ WRONG_TYPES = [
 def test_wrong_types_in_every_field(tmp_path: Path) -> None:
     path = tmp_path / "preds.jsonl"
     path.write_bytes(jsonl([record for record, _, _ in WRONG_TYPES]))
-    code, summary, results = check(tmp_path, str(path))
+    code, _summary, results = check(tmp_path, str(path))
     assert code == 0
     assert [(r["status"], r["correct"]) for r in results] == [(status, correct) for _, status, correct in WRONG_TYPES]
     assert [r["id"] for r in results][6:8] == [[1, 2], {"a": None}]
@@ -231,7 +231,7 @@ def test_parquet_rows_are_counted_and_its_values_are_plain_data(tmp_path: Path) 
     path = tmp_path / "preds.parquet"
     pq.write_table(table, path)
     assert count_records(path) == 2
-    code, summary, results = check(tmp_path, str(path))
+    code, _summary, results = check(tmp_path, str(path))
     assert code == 0 and [r["line"] for r in results] == [1, 2]
     assert [r["gold"] for r in results] == ["1.0", "3.0"] and [r["correct"] for r in results] == [True, False]
 
@@ -240,7 +240,7 @@ def test_a_truncated_gzip_scores_what_it_holds_and_reports_the_break(tmp_path: P
     records = [{"id": i, "code": f"ans = {i}", "answer": i, "pad": os.urandom(200).hex()} for i in range(200)]
     path = tmp_path / "preds.jsonl.gz"
     path.write_bytes(gzip.compress(jsonl(records))[:-5000])
-    code, summary, results = check(tmp_path, str(path))
+    code, _summary, results = check(tmp_path, str(path))
     assert code == 0 and results[-1]["status"] == "bad_record" and "broken" in results[-1]["error"]
     assert all(r["correct"] for r in results[:-1]) and len(results) > 1
     assert [r["line"] for r in results] == list(range(1, len(results) + 1))

@@ -251,7 +251,7 @@ def test_cli_parquet(tmp_path: Path) -> None:
     table = pa.table(
         {
             "id": [rng.choice([None, f"p{i}"]) for i in range(rows)],
-            "code": [rng.choice(PROGRAMS + [None]) for _ in range(rows)],
+            "code": [rng.choice([*PROGRAMS, None]) for _ in range(rows)],
             "answer": [rng.choice(["1", "42", None, "x"]) for _ in range(rows)],
             "tags": [[rng.randrange(9) for _ in range(rng.randrange(3))] for _ in range(rows)],
             "meta": [{"k": rng.randrange(5), "s": rng.choice(["a", None])} for _ in range(rows)],

@@ -504,7 +504,7 @@ def test_what_the_warm_tier_admits_the_restricted_policy_admits() -> None:
             module_name,
             set(members) - set(MEMBERS[module_name]),
         )
-    for name, source, expected in ((row[0], row[1], row[2]) for row in TABLE):
+    for _name, source, expected in ((row[0], row[1], row[2]) for row in TABLE):
         if expected is None:
             compile_restricted_program(source)  # raises PolicyViolation if the policy refused it
 

@@ -99,7 +99,7 @@ def test_ray_actor_killed_mid_run(local_ray: None, tmp_path: Path) -> None:
 def test_ray_address_nothing_listens_on(tmp_path: Path) -> None:
     """An address where no cluster answers is a clear error at once (exit 2), not minutes of retries."""
     preds = build_input(tmp_path / "preds.jsonl", 5)
-    with pytest.raises(engines.SandboxUnavailable, match="no Ray cluster answers at 127.0.0.1:1"):
+    with pytest.raises(engines.SandboxUnavailable, match=r"no Ray cluster answers at 127\.0\.0\.1:1"):
         engines.probe_address("127.0.0.1:1")
     code = main(["check", str(preds), "--engine", "ray", "--ray-address", "ray://127.0.0.1:1", *ARGS])
     assert code == 2

@@ -323,10 +323,11 @@ def test_gsm8k_pot_programs_as_golds() -> None:
             zip(
                 failed_for_authors,
                 pool.map(lambda n: reference_outcome(records[n - 1]["generated"][0]), failed_for_authors),
+                strict=True,
             )
         )
     tally: Counter[str] = Counter()
-    for number, (record, report) in enumerate(zip(records, reports), start=1):
+    for number, (record, report) in enumerate(zip(records, reports, strict=True), start=1):
         assert report.line == number
         errors = tuple(p.code for p in report.errors)
         if number in KNOWN:

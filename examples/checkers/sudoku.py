@@ -31,8 +31,11 @@ def check(answer):
         return False
     rows = grid
     columns = [[row[c] for row in grid] for c in range(9)]
-    boxes = [[grid[r][c] for r in range(br, br + 3) for c in range(bc, bc + 3)]
-             for br in range(0, 9, 3) for bc in range(0, 9, 3)]
+    boxes = [
+        [grid[r][c] for r in range(br, br + 3) for c in range(bc, bc + 3)]
+        for br in range(0, 9, 3)
+        for bc in range(0, 9, 3)
+    ]
     if any(set(group) != DIGITS for group in rows + columns + boxes):
         return False
     return all(given in (0, grid[r][c]) for r, row in enumerate(GIVENS) for c, given in enumerate(row))
