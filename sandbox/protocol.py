@@ -25,6 +25,10 @@ Replies (worker -> potrun) are JSON; potrun refuses a worker whose hello names a
     {"op": "hello", "pid": 123, "protocol": 4, "capabilities": {...what the worker could enforce...}}
     {"op": "result", "id": 7, "status": "ok", "value": 42, "value_type": "int", "isolation": "warm", ...}
 
+A result is an `ExecResult` (`potrun.types`): the type a runner and a worker build, the wire carries
+(`result_message`: its fields that differ from their defaults, under the request's id) and potrun
+hands back. Its fields are the schema; `_FIELD_CHECKS` holds one check for each.
+
 **Every byte from a sandbox is untrusted input.** A runner's answer is checked by the worker
 (`check_result`, with `from_runner=True`: a runner may only claim the statuses a program can earn, and
 its id is the worker's, not the runner's), and every result is checked again by potrun
@@ -34,6 +38,7 @@ protocol violation of whoever sent it, never a value.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import struct
@@ -41,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from potrun.sandbox.values import VALUE_TYPES
-from potrun.types import ExecResult, Limits, Status
+from potrun.types import Entry, ExecResult, Isolation, Limits, Status
 
 PROTOCOL_VERSION = 4  # 4: the header's limit is the wall net; the CPU limit (timeout_s) decides
 _HEADER = struct.Struct(">I")
@@ -102,7 +107,7 @@ def encode_request(request: RunRequest, request_id: int | None = None) -> bytes:
     """The frame of a run request: its header, then the request as JSON (with `request_id` for its id,
     where given: the pool's index of the job)."""
     limits = request.limits
-    kind = RUN_TIERED if request.isolation == "warm" else RUN_FORK
+    kind = RUN_TIERED if request.isolation == Isolation.WARM.value else RUN_FORK
     header = REQUEST_HEADER.pack(kind, limits.wall_limit_s, limits.memory_mb, limits.max_processes)
     message = request.to_wire()
     if request_id is not None:
@@ -174,7 +179,7 @@ def decode(body: bytes) -> dict[str, Any]:
 
 # -- the request --------------------------------------------------------------------------------------
 
-ISOLATIONS = ("warm", "fork")  # warm: the warm tier where proven pure, a fork otherwise
+ISOLATIONS = tuple(tier.value for tier in Isolation)  # warm: the warm tier where proven pure, a fork otherwise
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +188,8 @@ class RunRequest:
 
     source: str
     policy: str = "restricted"
-    entry: str = "auto"
-    isolation: str = "warm"
+    entry: str = Entry.AUTO.value
+    isolation: str = Isolation.WARM.value
     limits: Limits = field(default_factory=Limits)
     capture: bool = False  # also send back the numbers the program's variables held (checklists)
     id: int = -1  # given by the pool: the job's index in its stream
@@ -237,10 +242,19 @@ class RunRequest:
 # What a runner may report: what a program can earn. Timeouts and crashes are the worker's observations,
 # and sandbox_error is potrun's own failure: a runner that claims one breaks the protocol.
 RUNNER_STATUSES = frozenset(
-    {"ok", "no_answer", "syntax_error", "policy_violation", "error", "memory_limit", "output_limit"}
+    status.value
+    for status in (
+        Status.OK,
+        Status.NO_ANSWER,
+        Status.SYNTAX_ERROR,
+        Status.POLICY_VIOLATION,
+        Status.ERROR,
+        Status.MEMORY_LIMIT,
+        Status.OUTPUT_LIMIT,
+    )
 )
 STATUSES = {status.value: status for status in Status}
-ENTRIES = frozenset({"solution", "solver", "ans", "answer", "result", "stdout"})
+ENTRIES = frozenset(entry.value for entry in Entry if entry is not Entry.AUTO)  # the conventions that give a value
 TIMEOUT_KINDS = frozenset({"wall", "cpu"})
 TEXT_LIMIT = 500  # characters of an error message
 TYPE_LIMIT = 100  # characters of an error type or a rule name (a class may be named with 30 MB)
@@ -342,19 +356,42 @@ _FIELD_CHECKS: dict[str, Any] = {
 }
 # Fields only a worker measures (from outside the runner): a runner's own claim of them is dropped.
 _WORKER_FIELDS = frozenset({"peak_rss_mb"})
+_ENVELOPE = frozenset({"op", "id", "status"})  # a result message's keys that are not ExecResult's keyword arguments
+# Each ExecResult field but status and attempts, with its default: what `result_message` may leave out.
+_WIRE_DEFAULTS = tuple(
+    (f.name, f.default) for f in dataclasses.fields(ExecResult) if f.name not in ("status", "attempts")
+)
 
 
 def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: int, attempts: int = 1) -> ExecResult:
     """The ExecResult in a worker's answer, checked (`check_result`): only plain data arrives here."""
     if message.get("id") != request_id or type(message.get("id")) is not int:
         raise ProtocolError(f"an answer for {str(message.get('id'))[:20]} where {request_id} was due")
-    fields = check_result(message, request_id=request_id, from_runner=False, output_bytes=output_bytes)
-    del fields["op"], fields["id"]
-    fields["status"] = STATUSES[fields["status"]]
-    captured = fields.get("captured")
-    if captured is not None:
-        fields["captured"] = tuple(captured)
-    return ExecResult(attempts=attempts, **fields)
+    checked = check_result(message, request_id=request_id, from_runner=False, output_bytes=output_bytes)
+    return checked_result(checked, attempts)
+
+
+def checked_result(checked: dict[str, Any], attempts: int = 1) -> ExecResult:
+    """The ExecResult of a message that `check_result` returned."""
+    fields = {name: value for name, value in checked.items() if name not in _ENVELOPE}
+    if "captured" in fields:
+        fields["captured"] = tuple(fields["captured"])
+    return ExecResult(STATUSES[checked["status"]], attempts=attempts, **fields)
+
+
+def result_message(request_id: int, result: ExecResult) -> dict[str, Any]:
+    """A result as the wire carries it, under the request's id: the fields that differ from their
+    defaults (which the reader fills in again). `attempts` stays behind: the pool counts them."""
+    message: dict[str, Any] = {"op": "result", "id": request_id, "status": result.status.value}
+    for name, default in _WIRE_DEFAULTS:
+        value = getattr(result, name)
+        if value is not default and value != default:
+            message[name] = value
+    return message
+
+
+def encode_result(request_id: int, result: ExecResult) -> bytes:
+    return encode(result_message(request_id, result))
 
 
 def _exact(value: Any, kind: type) -> Any:
