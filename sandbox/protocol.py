@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import struct
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -101,6 +102,14 @@ def encode(message: dict[str, Any]) -> bytes:
 
 def frame(body: bytes) -> bytes:
     return _HEADER.pack(len(body)) + body
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to a blocking descriptor (os.write may take less than it is given)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 def encode_request(request: RunRequest, request_id: int | None = None) -> bytes:

@@ -53,6 +53,7 @@ from potrun.sandbox.protocol import (
     request_header,
     request_message,
     result_message,
+    write_all,
 )
 from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
 from potrun.types import ExecResult, Isolation, Status
@@ -367,7 +368,7 @@ class Worker:
             queued += len(request.body)
             batch.append(frame(request.body))
         if batch:
-            _write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
+            write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
 
     def _collect_warm(self, inflight: Deque, finished: float) -> tuple[bytes, bool, float]:
         """Take the runner's answers, or its death, or the head's deadline.
@@ -423,7 +424,7 @@ class Worker:
         runner's next program starts."""
         if self.warm is not None:
             try:
-                _write_all(self.warm.requests, frame(RESUME))
+                write_all(self.warm.requests, frame(RESUME))
             except OSError:
                 pass  # a runner that died is seen at the next read
         return time.perf_counter()
@@ -732,7 +733,7 @@ class AnswerPipe:
     def send(self, body: bytes, flags: int, cpu: float) -> None:
         """`cpu`: the runner's CPU time when it ended the program (no later than now)."""
         stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        _write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
+        write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
 
     def _room(self) -> int:
         fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
@@ -803,7 +804,7 @@ def _send_forked(results: int, modules: int, request_id: int, result: ExecResult
     if len(sys.modules) != modules:
         held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
     body = dumps(result_message(request_id, result))
-    _write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + body))
+    write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + body))
 
 
 def _answer_limit(request: RunRequest) -> int:
@@ -822,13 +823,6 @@ def _started(request: Request, finished: float) -> float:
 
 def _deadline(request: Request, finished: float) -> float:
     return _started(request, finished) + request.wall_s
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _reap_status(pid: int) -> tuple[int, float, float | None]:
