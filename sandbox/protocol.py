@@ -63,13 +63,12 @@ def _unencodable(value: Any) -> Any:
 
 # One encoder for every frame, made once: json.dumps builds one on each call, through Python code that
 # a fresh fork pays for in page faults. The output is json.dumps's, with compact separators.
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None: a Python without the C accelerator
 _ENCODE = (
-    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-        None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-    )
-    if json.encoder.c_make_encoder is not None
+    _MAKE_ENCODER(None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    if _MAKE_ENCODER is not None
     else None
-)  # type: ignore[attr-defined]
+)
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_unencodable)
 _DECODER = json.JSONDecoder()
 
@@ -314,7 +313,8 @@ def _checked_fields(message: dict[str, Any], value: Any, kind: type) -> dict[str
 
 def _text(limit: int) -> Any:
     def check(value: Any) -> str:
-        return _exact(value, str)[:limit]
+        text: str = _exact(value, str)
+        return text[:limit]
 
     return check
 

@@ -224,7 +224,7 @@ class Runner:
             seeding.reseed()
         sink = self._sink = OutputSink(limits.output_bytes, self._overflow)
         saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = sink.stdout, sink.stderr  # type: ignore[assignment]
+        sys.stdout, sys.stderr = sink.stdout, sink.stderr
         timer = self._timer
         wall0, cpu0 = time.perf_counter(), time.process_time()
         # From here the kernel ends this process once the program has used its CPU time: the value's
@@ -316,7 +316,8 @@ class Runner:
         """The same recursion depth for the program in either tier: RECURSION_DEPTH frames above
         `_execute`, however deep the runner's own stack is (a warm runner's and a fork's differ)."""
         if self._base_depth is None:
-            frame, depth = sys._getframe(), 0
+            frame: types.FrameType | None = sys._getframe()
+            depth = 0
             while frame is not None:
                 frame, depth = frame.f_back, depth + 1
             self._base_depth = depth

@@ -389,7 +389,7 @@ class Worker:
             head = inflight.popleft()
             return self._verdict_after_death(runner, head.message, _started(head, finished)), True, now
         if data:
-            out = []
+            out: list[bytes] = []
             try:
                 bodies = runner.reader.feed(data)
             except ProtocolError as exc:
