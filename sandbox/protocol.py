@@ -115,7 +115,7 @@ def encode_request(request: RunRequest, request_id: int | None = None) -> bytes:
     """The frame of a run request: its header, then the request as JSON (with `request_id` for its id,
     where given: the pool's index of the job)."""
     limits = request.limits
-    kind = RUN_TIERED if request.isolation == Isolation.WARM.value else RUN_FORK
+    kind = RUN_TIERED if request.isolation == _WARM else RUN_FORK
     header = REQUEST_HEADER.pack(kind, limits.wall_limit_s, limits.memory_mb, limits.max_processes)
     message = request.to_wire()
     if request_id is not None:
@@ -188,6 +188,7 @@ def decode(body: bytes) -> dict[str, Any]:
 # -- the request --------------------------------------------------------------------------------------
 
 ISOLATIONS = tuple(tier.value for tier in Isolation)  # warm: the warm tier where proven pure, a fork otherwise
+_WARM = Isolation.WARM.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +263,7 @@ RUNNER_STATUSES = frozenset(
     )
 )
 STATUSES = {status.value: status for status in Status}
+_STATUS_NAMES = {status: status.value for status in Status}  # (an enum's .value is a property: dear per result)
 ENTRIES = frozenset(entry.value for entry in Entry if entry is not Entry.AUTO)  # the conventions that give a value
 TIMEOUT_KINDS = frozenset({"wall", "cpu"})
 TEXT_LIMIT = 500  # characters of an error message
@@ -365,7 +367,6 @@ _FIELD_CHECKS: dict[str, Any] = {
 }
 # Fields only a worker measures (from outside the runner): a runner's own claim of them is dropped.
 _WORKER_FIELDS = frozenset({"peak_rss_mb"})
-_ENVELOPE = frozenset({"op", "id", "status"})  # a result message's keys that are not ExecResult's keyword arguments
 # Each ExecResult field but status and attempts, with its default: what `result_message` may leave out.
 _WIRE_DEFAULTS = tuple(
     (f.name, f.default) for f in dataclasses.fields(ExecResult) if f.name not in ("status", "attempts")
@@ -381,21 +382,39 @@ def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: 
 
 
 def checked_result(checked: dict[str, Any], attempts: int = 1) -> ExecResult:
-    """The ExecResult of a message that `check_result` returned."""
-    fields = {name: value for name, value in checked.items() if name not in _ENVELOPE}
-    if "captured" in fields:
-        fields["captured"] = tuple(fields["captured"])
-    return ExecResult(STATUSES[checked["status"]], attempts=attempts, **fields)
+    """The ExecResult of a message that `check_result` returned (the message is taken over: its
+    envelope is removed in place, on this hot path, rather than copied)."""
+    status = STATUSES[checked.pop("status")]
+    del checked["op"], checked["id"]
+    captured = checked.get("captured")
+    if captured is not None:
+        checked["captured"] = tuple(captured)
+    return ExecResult(status, attempts=attempts, **checked)
 
 
 def result_message(request_id: int, result: ExecResult) -> dict[str, Any]:
     """A result as the wire carries it, under the request's id: the fields that differ from their
     defaults (which the reader fills in again). `attempts` stays behind: the pool counts them."""
-    message: dict[str, Any] = {"op": "result", "id": request_id, "status": result.status.value}
+    message: dict[str, Any] = {"op": "result", "id": request_id, "status": _STATUS_NAMES[result.status]}
     for name, default in _WIRE_DEFAULTS:
         value = getattr(result, name)
         if value is not default and value != default:
             message[name] = value
+    return message
+
+
+def measured_message(
+    request_id: int, result: ExecResult, *, isolation: str, wall_s: float, cpu_s: float, stdout: str, stderr: str
+) -> dict[str, Any]:
+    """`result_message` of a runner's result with what the runner measured once it was made (its tier,
+    times and output tails), without making the result again: the warm tier's hot path, where copying
+    a frozen dataclass would cost more than the rest of the answer."""
+    message = result_message(request_id, result)
+    message.update(isolation=isolation, wall_s=wall_s, cpu_s=cpu_s)
+    if stdout:
+        message["stdout"] = stdout
+    if stderr:
+        message["stderr"] = stderr
     return message
 
 

@@ -48,12 +48,21 @@ from potrun.sandbox.cputimer import CpuTimer
 
 # The wire's bounds: an error message, an error type's name, the tail of stdout and of stderr, numbers
 # captured. The runner keeps within them; the worker and potrun check them.
-from potrun.sandbox.protocol import MAX_CAPTURED, STREAM_LIMIT, TEXT_LIMIT, TYPE_LIMIT, RunRequest
+from potrun.sandbox.protocol import (
+    MAX_CAPTURED,
+    STREAM_LIMIT,
+    TEXT_LIMIT,
+    TYPE_LIMIT,
+    RunRequest,
+    measured_message,
+    result_message,
+)
 from potrun.types import Entry, ExecResult, Isolation, Status
 
 # The entry conventions `auto` tries, in Entry's order: functions to call, then variables, then stdout.
 ENTRY_FUNCTIONS = (Entry.SOLUTION.value, Entry.SOLVER.value)
 ENTRY_VARIABLES = (Entry.ANS.value, Entry.ANSWER.value, Entry.RESULT.value)
+_AUTO, _STDOUT = Entry.AUTO.value, Entry.STDOUT.value  # (an enum's .value is a property: dear per program)
 NO_ENTRY = (
     f"no answer: no {'/'.join(f'{name}()' for name in ENTRY_FUNCTIONS)}, {'/'.join(ENTRY_VARIABLES)} or printed line"
 )
@@ -155,8 +164,8 @@ class _Printer:
         return self.sink.stdout.tail
 
 
-# How a runner answers: (the request's id, its result, whether the runner must be replaced).
-Send = Callable[[int, ExecResult, bool], None]
+# How a runner answers: (its result as the wire carries it, whether the runner must be replaced).
+Send = Callable[[dict[str, Any], bool], None]
 
 
 class Runner:
@@ -201,8 +210,9 @@ class Runner:
 
     # -- one program ---------------------------------------------------------------------------------
 
-    def run(self, request: RunRequest) -> tuple[ExecResult | None, bool]:
-        """Run one program; return its result and whether this runner must be replaced. A warm runner
+    def run(self, request: RunRequest) -> tuple[dict[str, Any] | None, bool]:
+        """Run one program; return its result (`protocol.measured_message`) and whether this runner
+        must be replaced. A warm runner
         returns no result (None) for a program it may not run, and the worker forks it: one the
         verifier does not prove pure, one that reached at run time what its proof had not covered
         (`unproven`), and one that ran out of memory (the warm runner's heap has a history a fork's has
@@ -244,7 +254,8 @@ class Runner:
             return None, out_of_memory
         wall_s = time.perf_counter() - wall0
         self.cpu_used = time.process_time()
-        result = dataclasses.replace(
+        message = measured_message(
+            request.id,
             result,
             isolation=self.tier,
             wall_s=wall_s,
@@ -252,7 +263,7 @@ class Runner:
             stdout=sink.stdout.tail,
             stderr=sink.stderr.tail,
         )
-        return result, recycle or (self.warm and not self._pristine())
+        return message, recycle or (self.warm and not self._pristine())
 
     def _renew_backstop(self, cpu_s: float) -> None:
         """A warm runner's RLIMIT_CPU, behind its CPU timer: CPU_BACKSTOP programs' worth of CPU time,
@@ -355,7 +366,7 @@ class Runner:
         if self._sink is not None and self._current is not None:
             self._timer.disarm()  # the verdict is made: the answer's way out is not the program's time
             result = dataclasses.replace(_output_limit_result(self._sink), isolation=self.tier)
-            self.send(self._current.id, result, True)  # type: ignore[misc]
+            self.send(result_message(self._current.id, result), True)  # type: ignore[misc]
             os._exit(0)
 
     def _pristine(self) -> bool:
@@ -373,7 +384,7 @@ def _read_entry(
 ) -> tuple[Any, str | None]:
     """Find the answer the way the program was asked to give it; say which convention gave it."""
     call = capture.call if capture is not None else _call
-    if entry == Entry.AUTO.value:
+    if entry == _AUTO:
         for name in ENTRY_FUNCTIONS:
             if callable(namespace.get(name)):
                 return call(namespace[name]), name
@@ -384,14 +395,14 @@ def _read_entry(
     if entry in ENTRY_FUNCTIONS:
         function = namespace.get(entry)
         return (call(function), entry) if callable(function) else (None, None)
-    if entry == Entry.STDOUT.value:
+    if entry == _STDOUT:
         return _read_printed(sink)
     return namespace.get(entry), entry if entry in namespace else None
 
 
 def _read_printed(sink: OutputSink) -> tuple[Any, str | None]:
     line = sink.last_line()
-    return (_parse_printed(line), Entry.STDOUT.value) if line is not None else (None, None)
+    return (_parse_printed(line), _STDOUT) if line is not None else (None, None)
 
 
 def _call(function: Callable[[], Any]) -> Any:

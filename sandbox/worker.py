@@ -52,7 +52,6 @@ from potrun.sandbox.protocol import (
     frame,
     request_header,
     request_message,
-    result_message,
     write_all,
 )
 from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
@@ -746,8 +745,8 @@ def _serve_warm(requests: int, results: int) -> None:
     answers = AnswerPipe(results)
     runner: Runner | None = None
 
-    def send(request_id: int, result: ExecResult, recycle: bool) -> None:
-        answers.send(dumps(result_message(request_id, result)), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
+    def send(message: dict[str, Any], recycle: bool) -> None:
+        answers.send(dumps(message), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
 
     code = 0
     try:
@@ -774,7 +773,7 @@ def _serve_warm(requests: int, results: int) -> None:
                     return
                 paused = True
                 continue
-            send(request.id, result, recycle)
+            send(result, recycle)
             if recycle:
                 return
     except BaseException:
@@ -790,20 +789,20 @@ def _run_one(runner: Runner, request: RunRequest, audit_hook: AuditHook | None) 
         if audit_hook is not None:
             sys.addaudithook(audit_hook)
         result, recycle = runner.run(request)
-        runner.send(request.id, result, recycle)  # type: ignore[misc,arg-type]
+        runner.send(result, recycle)  # type: ignore[misc,arg-type]
     except BaseException:
         code = 70
     finally:
         os._exit(code)
 
 
-def _send_forked(results: int, modules: int, request_id: int, result: ExecResult, recycle: bool) -> None:
+def _send_forked(results: int, modules: int, message: dict[str, Any], recycle: bool) -> None:
     """A fork's answer, its stamp unused (the worker waits for it). Which PRELOAD_ON_DEMAND modules the
     fork holds is looked up only if it imported any module: the worker held `modules` at the fork."""
     held = 0
     if len(sys.modules) != modules:
         held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
-    body = dumps(result_message(request_id, result))
+    body = dumps(message)
     write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + body))
 
 
