@@ -11,8 +11,9 @@ limits (`isolation.RunnerEntry`). It runs in one of two tiers:
 - **fork**: a fresh fork of the worker that runs one program and is killed; under the restricted policy
   the program is compiled by RestrictedPython and runs with its guards, under the trusted one as it is.
 
-It answers with an `ExecResult` of plain data: the value is converted here, under the program's own
-limits, with exact types and bounded as a whole, and never leaves as an object.
+It makes an `ExecResult` of plain data, and answers with its wire message: the value is converted
+here, under the program's own limits, with exact types and bounded as a whole, and never leaves as an
+object.
 """
 
 from __future__ import annotations
@@ -180,7 +181,6 @@ class Runner:
     process that runs the programs: a fork sets it to its own answer pipe."""
 
     def __init__(self, policy: PolicySpec | None, *, send: Send | None = None) -> None:
-        self.policy = policy
         self.warm = policy is None
         self.tier = Isolation.WARM.value if self.warm else Isolation.FORK.value
         self.send = send
@@ -211,9 +211,9 @@ class Runner:
     # -- one program ---------------------------------------------------------------------------------
 
     def run(self, request: RunRequest) -> tuple[dict[str, Any] | None, bool]:
-        """Run one program; return its result (`protocol.measured_message`) and whether this runner
-        must be replaced. A warm runner
-        returns no result (None) for a program it may not run, and the worker forks it: one the
+        """Run one program; return its result, as the wire carries it (`protocol.measured_message`),
+        and whether this runner must be replaced. A warm runner returns no result (None) for a
+        program it may not run, and the worker forks it: one the
         verifier does not prove pure, one that reached at run time what its proof had not covered
         (`unproven`), and one that ran out of memory (the warm runner's heap has a history a fork's has
         not: the verdict must be a fresh process's)."""
