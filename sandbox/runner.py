@@ -58,11 +58,8 @@ from potrun.sandbox.protocol import (
     measured_message,
     result_message,
 )
-from potrun.types import Entry, ExecResult, Isolation, Status
+from potrun.types import ENTRY_FUNCTIONS, ENTRY_VARIABLES, Entry, ExecResult, Isolation, Status
 
-# The entry conventions `auto` tries, in Entry's order: functions to call, then variables, then stdout.
-ENTRY_FUNCTIONS = (Entry.SOLUTION.value, Entry.SOLVER.value)
-ENTRY_VARIABLES = (Entry.ANS.value, Entry.ANSWER.value, Entry.RESULT.value)
 _AUTO, _STDOUT = Entry.AUTO.value, Entry.STDOUT.value  # (an enum's .value is a property: dear per program)
 NO_ENTRY = (
     f"no answer: no {'/'.join(f'{name}()' for name in ENTRY_FUNCTIONS)}, {'/'.join(ENTRY_VARIABLES)} or printed line"
