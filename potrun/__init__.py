@@ -2,33 +2,53 @@
 
     model output --extract--> program / answer --execute in a sandbox--> value --compare--> verdict
 
-The sandbox worker imports this package inside containers where only numpy and RestrictedPython are
-installed, so the names that need more (regex, rich) are loaded on first use.
+Every public name is loaded on first use: the sandbox worker imports this package (inside containers
+where only numpy and RestrictedPython are installed), and must import only what it runs, not the
+pool and the facade, nor what needs more (regex, rich).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.api import Sandbox
-from potrun.types import (
-    BadRecord,
-    Entry,
-    ExecResult,
-    InputError,
-    Isolation,
-    Limits,
-    PotrunError,
-    SandboxUnavailable,
-    Status,
-    UsageError,
-    Verdict,
-)
+if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports each name on first use
+    from potrun.comparators import PRESETS, compare, compare_many, parse_range  # noqa: F401
+    from potrun.extractors import extract_answer, extract_program, parse_number  # noqa: F401
+    from potrun.pipeline import CheckOptions, RecordResult, check_records  # noqa: F401
+    from potrun.records import read_records  # noqa: F401
+    from potrun.sandbox.api import Sandbox  # noqa: F401
+    from potrun.scoring import ChecklistItem, ChecklistResult, check_checklist, majority_vote, pass_at_k  # noqa: F401
+    from potrun.types import (  # noqa: F401
+        BadRecord,
+        Entry,
+        ExecResult,
+        InputError,
+        Isolation,
+        Limits,
+        PotrunError,
+        SandboxUnavailable,
+        Status,
+        UsageError,
+        Verdict,
+    )
+    from potrun.validation import Problem, ValidationReport, validate  # noqa: F401
 
 # Loaded on first use, by name -> module. No name here is also a submodule's name: `from potrun
 # import X` reads the package attribute X, and importing a submodule X makes that attribute the
 # module (tests/test_public_api.py checks every name).
 _LAZY = {
+    "Sandbox": "potrun.sandbox.api",
+    "BadRecord": "potrun.types",
+    "Entry": "potrun.types",
+    "ExecResult": "potrun.types",
+    "InputError": "potrun.types",
+    "Isolation": "potrun.types",
+    "Limits": "potrun.types",
+    "PotrunError": "potrun.types",
+    "SandboxUnavailable": "potrun.types",
+    "Status": "potrun.types",
+    "UsageError": "potrun.types",
+    "Verdict": "potrun.types",
     "compare": "potrun.comparators",
     "compare_many": "potrun.comparators",
     "PRESETS": "potrun.comparators",
@@ -73,18 +93,4 @@ def _version() -> str:
         return "0+unknown"
 
 
-__all__ = [
-    "BadRecord",
-    "Entry",
-    "ExecResult",
-    "InputError",
-    "Isolation",
-    "Limits",
-    "PotrunError",
-    "Sandbox",
-    "SandboxUnavailable",
-    "Status",
-    "UsageError",
-    "Verdict",
-    *_LAZY,
-]
+__all__ = list(_LAZY)

@@ -1,7 +1,8 @@
 """The parent's side of the sandbox: a pool of workers behind a tiny backend interface.
 
 A backend only knows how to start a worker and give back a `WorkerConnection` (two byte streams and a
-way to kill it): a local process (`process.py`) or a long-lived container (`docker.py`). The pool does
+way to kill it): a local process (`process.py`), a long-lived container (`docker.py`), or for tests of
+the pool itself, a thread that answers with a handler (`fake.py`). The pool does
 the rest, the same for every backend. One thread of its own, the dispatcher, owns the workers: it
 sends them requests, a few ahead so that no worker waits for a round trip, takes their answers, and
 watches each worker from outside. A worker that dies, breaks the protocol or stops answering is killed

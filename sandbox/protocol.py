@@ -25,6 +25,10 @@ Replies (worker -> potrun) are JSON; potrun refuses a worker whose hello names a
     {"op": "hello", "pid": 123, "protocol": 4, "capabilities": {...what the worker could enforce...}}
     {"op": "result", "id": 7, "status": "ok", "value": 42, "value_type": "int", "isolation": "warm", ...}
 
+A result is an `ExecResult` (`potrun.types`): the type a runner and a worker build, the wire carries
+(`result_message`: its fields that differ from their defaults, under the request's id) and potrun
+hands back. Its fields are the schema; `_FIELD_CHECKS` holds one check for each.
+
 **Every byte from a sandbox is untrusted input.** A runner's answer is checked by the worker
 (`check_result`, with `from_runner=True`: a runner may only claim the statuses a program can earn, and
 its id is the worker's, not the runner's), and every result is checked again by potrun
@@ -34,14 +38,16 @@ protocol violation of whoever sent it, never a value.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
 import struct
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from potrun.sandbox.values import VALUE_TYPES
-from potrun.types import ExecResult, Limits, Status
+from potrun.types import Entry, ExecResult, Isolation, Limits, Status
 
 PROTOCOL_VERSION = 4  # 4: the header's limit is the wall net; the CPU limit (timeout_s) decides
 _HEADER = struct.Struct(">I")
@@ -57,13 +63,12 @@ def _unencodable(value: Any) -> Any:
 
 # One encoder for every frame, made once: json.dumps builds one on each call, through Python code that
 # a fresh fork pays for in page faults. The output is json.dumps's, with compact separators.
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None: a Python without the C accelerator
 _ENCODE = (
-    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-        None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-    )
-    if json.encoder.c_make_encoder is not None
+    _MAKE_ENCODER(None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    if _MAKE_ENCODER is not None
     else None
-)  # type: ignore[attr-defined]
+)
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_unencodable)
 _DECODER = json.JSONDecoder()
 
@@ -98,11 +103,19 @@ def frame(body: bytes) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to a blocking descriptor (os.write may take less than it is given)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 def encode_request(request: RunRequest, request_id: int | None = None) -> bytes:
     """The frame of a run request: its header, then the request as JSON (with `request_id` for its id,
     where given: the pool's index of the job)."""
     limits = request.limits
-    kind = RUN_TIERED if request.isolation == "warm" else RUN_FORK
+    kind = RUN_TIERED if request.isolation == _WARM else RUN_FORK
     header = REQUEST_HEADER.pack(kind, limits.wall_limit_s, limits.memory_mb, limits.max_processes)
     message = request.to_wire()
     if request_id is not None:
@@ -174,7 +187,8 @@ def decode(body: bytes) -> dict[str, Any]:
 
 # -- the request --------------------------------------------------------------------------------------
 
-ISOLATIONS = ("warm", "fork")  # warm: the warm tier where proven pure, a fork otherwise
+ISOLATIONS = tuple(tier.value for tier in Isolation)  # warm: the warm tier where proven pure, a fork otherwise
+_WARM = Isolation.WARM.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +197,8 @@ class RunRequest:
 
     source: str
     policy: str = "restricted"
-    entry: str = "auto"
-    isolation: str = "warm"
+    entry: str = Entry.AUTO.value
+    isolation: str = Isolation.WARM.value
     limits: Limits = field(default_factory=Limits)
     capture: bool = False  # also send back the numbers the program's variables held (checklists)
     id: int = -1  # given by the pool: the job's index in its stream
@@ -237,10 +251,20 @@ class RunRequest:
 # What a runner may report: what a program can earn. Timeouts and crashes are the worker's observations,
 # and sandbox_error is potrun's own failure: a runner that claims one breaks the protocol.
 RUNNER_STATUSES = frozenset(
-    {"ok", "no_answer", "syntax_error", "policy_violation", "error", "memory_limit", "output_limit"}
+    status.value
+    for status in (
+        Status.OK,
+        Status.NO_ANSWER,
+        Status.SYNTAX_ERROR,
+        Status.POLICY_VIOLATION,
+        Status.ERROR,
+        Status.MEMORY_LIMIT,
+        Status.OUTPUT_LIMIT,
+    )
 )
 STATUSES = {status.value: status for status in Status}
-ENTRIES = frozenset({"solution", "solver", "ans", "answer", "result", "stdout"})
+_STATUS_NAMES = {status: status.value for status in Status}  # (an enum's .value is a property: dear per result)
+ENTRIES = frozenset(entry.value for entry in Entry if entry is not Entry.AUTO)  # the conventions that give a value
 TIMEOUT_KINDS = frozenset({"wall", "cpu"})
 TEXT_LIMIT = 500  # characters of an error message
 TYPE_LIMIT = 100  # characters of an error type or a rule name (a class may be named with 30 MB)
@@ -291,7 +315,8 @@ def _checked_fields(message: dict[str, Any], value: Any, kind: type) -> dict[str
 
 def _text(limit: int) -> Any:
     def check(value: Any) -> str:
-        return _exact(value, str)[:limit]
+        text: str = _exact(value, str)
+        return text[:limit]
 
     return check
 
@@ -342,19 +367,59 @@ _FIELD_CHECKS: dict[str, Any] = {
 }
 # Fields only a worker measures (from outside the runner): a runner's own claim of them is dropped.
 _WORKER_FIELDS = frozenset({"peak_rss_mb"})
+# Each ExecResult field but status and attempts, with its default: what `result_message` may leave out.
+_WIRE_DEFAULTS = tuple(
+    (f.name, f.default) for f in dataclasses.fields(ExecResult) if f.name not in ("status", "attempts")
+)
 
 
 def result_from_wire(message: dict[str, Any], *, request_id: int, output_bytes: int, attempts: int = 1) -> ExecResult:
     """The ExecResult in a worker's answer, checked (`check_result`): only plain data arrives here."""
     if message.get("id") != request_id or type(message.get("id")) is not int:
         raise ProtocolError(f"an answer for {str(message.get('id'))[:20]} where {request_id} was due")
-    fields = check_result(message, request_id=request_id, from_runner=False, output_bytes=output_bytes)
-    del fields["op"], fields["id"]
-    fields["status"] = STATUSES[fields["status"]]
-    captured = fields.get("captured")
+    checked = check_result(message, request_id=request_id, from_runner=False, output_bytes=output_bytes)
+    return checked_result(checked, attempts)
+
+
+def checked_result(checked: dict[str, Any], attempts: int = 1) -> ExecResult:
+    """The ExecResult of a message that `check_result` returned (the message is taken over: its
+    envelope is removed in place, on this hot path, rather than copied)."""
+    status = STATUSES[checked.pop("status")]
+    del checked["op"], checked["id"]
+    captured = checked.get("captured")
     if captured is not None:
-        fields["captured"] = tuple(captured)
-    return ExecResult(attempts=attempts, **fields)
+        checked["captured"] = tuple(captured)
+    return ExecResult(status, attempts=attempts, **checked)
+
+
+def result_message(request_id: int, result: ExecResult) -> dict[str, Any]:
+    """A result as the wire carries it, under the request's id: the fields that differ from their
+    defaults (which the reader fills in again). `attempts` stays behind: the pool counts them."""
+    message: dict[str, Any] = {"op": "result", "id": request_id, "status": _STATUS_NAMES[result.status]}
+    for name, default in _WIRE_DEFAULTS:
+        value = getattr(result, name)
+        if value is not default and value != default:
+            message[name] = value
+    return message
+
+
+def measured_message(
+    request_id: int, result: ExecResult, *, isolation: str, wall_s: float, cpu_s: float, stdout: str, stderr: str
+) -> dict[str, Any]:
+    """`result_message` of a runner's result with what the runner measured once it was made (its tier,
+    times and output tails), without making the result again: the warm tier's hot path, where copying
+    a frozen dataclass would cost more than the rest of the answer."""
+    message = result_message(request_id, result)
+    message.update(isolation=isolation, wall_s=wall_s, cpu_s=cpu_s)
+    if stdout:
+        message["stdout"] = stdout
+    if stderr:
+        message["stderr"] = stderr
+    return message
+
+
+def encode_result(request_id: int, result: ExecResult) -> bytes:
+    return encode(result_message(request_id, result))
 
 
 def _exact(value: Any, kind: type) -> Any:

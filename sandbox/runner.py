@@ -11,14 +11,16 @@ limits (`isolation.RunnerEntry`). It runs in one of two tiers:
 - **fork**: a fresh fork of the worker that runs one program and is killed; under the restricted policy
   the program is compiled by RestrictedPython and runs with its guards, under the trusted one as it is.
 
-It answers with plain data: the value is converted here, under the program's own limits, with exact
-types and bounded as a whole, and never leaves as an object.
+It makes an `ExecResult` of plain data, and answers with its wire message: the value is converted
+here, under the program's own limits, with exact types and bounded as a whole, and never leaves as an
+object.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextvars
+import dataclasses
 import itertools
 import math
 import os
@@ -47,10 +49,21 @@ from potrun.sandbox.cputimer import CpuTimer
 
 # The wire's bounds: an error message, an error type's name, the tail of stdout and of stderr, numbers
 # captured. The runner keeps within them; the worker and potrun check them.
-from potrun.sandbox.protocol import MAX_CAPTURED, STREAM_LIMIT, TEXT_LIMIT, TYPE_LIMIT, RunRequest
+from potrun.sandbox.protocol import (
+    MAX_CAPTURED,
+    STREAM_LIMIT,
+    TEXT_LIMIT,
+    TYPE_LIMIT,
+    RunRequest,
+    measured_message,
+    result_message,
+)
+from potrun.types import ENTRY_FUNCTIONS, ENTRY_VARIABLES, Entry, ExecResult, Isolation, Status
 
-ENTRY_FUNCTIONS = ("solution", "solver")
-ENTRY_VARIABLES = ("ans", "answer", "result")
+_AUTO, _STDOUT = Entry.AUTO.value, Entry.STDOUT.value  # (an enum's .value is a property: dear per program)
+NO_ENTRY = (
+    f"no answer: no {'/'.join(f'{name}()' for name in ENTRY_FUNCTIONS)}, {'/'.join(ENTRY_VARIABLES)} or printed line"
+)
 COMPILE_CACHE_SIZE = 4096
 RECURSION_DEPTH = 980  # frames a program may nest (Python's default limit, less what a runner used to take)
 PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
@@ -149,28 +162,30 @@ class _Printer:
         return self.sink.stdout.tail
 
 
+# How a runner answers: (its result as the wire carries it, whether the runner must be replaced).
+Send = Callable[[dict[str, Any], bool], None]
+
+
 class Runner:
     """Executes programs in the runner process's directory and limits.
 
-    A warm runner (`warm=True`) is made in its runner process and runs the programs that the verifier
-    proves pure, whatever their policy (a pure program does nothing the restricted policy forbids),
-    arming the CPU timer for each and checking after each that nothing outlives it (defence in depth:
-    a pure program cannot start a thread or a process). A fork runner is made once per policy, in the
-    worker, and each fork runs one program on its own copy of it (its limits entered at the fork); the
-    fork is killed afterwards, so there is nothing to check. `send` belongs to the process that runs the
-    programs: a fork sets it to its own answer pipe."""
+    A warm runner (`policy` None) is made in its runner process and runs the programs that the verifier
+    proves pure, whatever the policy they were sent under (a pure program does nothing the restricted
+    policy forbids), arming the CPU timer for each and checking after each that nothing outlives it
+    (defence in depth: a pure program cannot start a thread or a process). A fork runner is made once
+    per policy, in the worker, and each fork runs one program on its own copy of it (its limits entered
+    at the fork); the fork is killed afterwards, so there is nothing to check. `send` belongs to the
+    process that runs the programs: a fork sets it to its own answer pipe."""
 
-    def __init__(
-        self, policy: PolicySpec, *, warm: bool, send: Callable[[dict[str, Any], bool], None] | None = None
-    ) -> None:
-        self.policy = policy
-        self.warm = warm
+    def __init__(self, policy: PolicySpec | None, *, send: Send | None = None) -> None:
+        self.warm = policy is None
+        self.tier = Isolation.WARM.value if self.warm else Isolation.FORK.value
         self.send = send
-        self.guards = Guards(policy) if policy.restricted and not warm else None
+        self.guards = Guards(policy) if policy is not None and policy.restricted else None
         # source -> (code, transformed by RestrictedPython, why the warm tier refuses it or None)
         self._compiled: OrderedDict[str, tuple[types.CodeType, bool, str | None]] = OrderedDict()
         # A fork's copy keeps the one program compiled ahead for it; the worker keeps no more.
-        self._cache_size = COMPILE_CACHE_SIZE if warm else 1
+        self._cache_size = COMPILE_CACHE_SIZE if self.warm else 1
         self._threads = threading.active_count()
         self._current: RunRequest | None = None
         self._sink: OutputSink | None = None
@@ -193,8 +208,9 @@ class Runner:
     # -- one program ---------------------------------------------------------------------------------
 
     def run(self, request: RunRequest) -> tuple[dict[str, Any] | None, bool]:
-        """Run one program; return its result and whether this runner must be replaced. A warm runner
-        returns no result (None) for a program it may not run, and the worker forks it: one the
+        """Run one program; return its result, as the wire carries it (`protocol.measured_message`),
+        and whether this runner must be replaced. A warm runner returns no result (None) for a
+        program it may not run, and the worker forks it: one the
         verifier does not prove pure, one that reached at run time what its proof had not covered
         (`unproven`), and one that ran out of memory (the warm runner's heap has a history a fork's has
         not: the verdict must be a fresh process's)."""
@@ -215,7 +231,7 @@ class Runner:
             seeding.reseed()
         sink = self._sink = OutputSink(limits.output_bytes, self._overflow)
         saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = sink.stdout, sink.stderr  # type: ignore[assignment]
+        sys.stdout, sys.stderr = sink.stdout, sink.stderr
         timer = self._timer
         wall0, cpu0 = time.perf_counter(), time.process_time()
         # From here the kernel ends this process once the program has used its CPU time: the value's
@@ -230,18 +246,21 @@ class Runner:
         finally:
             timer.disarm()
             sys.stdout, sys.stderr = saved
-        if self.warm and (unproven() is not None or result["status"] == "memory_limit"):
-            return None, result["status"] == "memory_limit"
-        result["id"] = request.id
-        result["isolation"] = "warm" if self.warm else "fork"
-        result["wall_s"] = time.perf_counter() - wall0
+        out_of_memory = result.status is Status.MEMORY_LIMIT
+        if self.warm and (unproven() is not None or out_of_memory):
+            return None, out_of_memory
+        wall_s = time.perf_counter() - wall0
         self.cpu_used = time.process_time()
-        result["cpu_s"] = self.cpu_used - cpu0
-        if sink.stdout.tail:
-            result["stdout"] = sink.stdout.tail
-        if sink.stderr.tail:
-            result["stderr"] = sink.stderr.tail
-        return result, recycle or (self.warm and not self._pristine())
+        message = measured_message(
+            request.id,
+            result,
+            isolation=self.tier,
+            wall_s=wall_s,
+            cpu_s=self.cpu_used - cpu0,
+            stdout=sink.stdout.tail,
+            stderr=sink.stderr.tail,
+        )
+        return message, recycle or (self.warm and not self._pristine())
 
     def _renew_backstop(self, cpu_s: float) -> None:
         """A warm runner's RLIMIT_CPU, behind its CPU timer: CPU_BACKSTOP programs' worth of CPU time,
@@ -252,7 +271,7 @@ class Runner:
             isolation.set_cpu_limit(CPU_BACKSTOP * cpu_s)
             self._cpu_backstop = used + CPU_BACKSTOP * cpu_s
 
-    def _execute(self, request: RunRequest, sink: OutputSink) -> tuple[dict[str, Any], bool]:
+    def _execute(self, request: RunRequest, sink: OutputSink) -> tuple[ExecResult, bool]:
         self._limit_recursion()
         guards = self.guards
         if guards is not None:
@@ -270,28 +289,21 @@ class Runner:
             capture = Capture() if request.capture else None
             value, entry = _read_entry(namespace, request.entry, sink, capture)
             result = _value_result(value, entry, request.limits.output_bytes)
-            if capture is not None and result["status"] in ("ok", "no_answer"):
-                result["captured"] = capture.numbers(namespace, value)
+            if capture is not None and result.status in (Status.OK, Status.NO_ANSWER):
+                result = dataclasses.replace(result, captured=tuple(capture.numbers(namespace, value)))
         except SyntaxError as exc:
-            return {
-                "status": "syntax_error",
-                "error_type": _type_name(exc),
-                "error": _bounded(exc.msg),
-                "line": exc.lineno,
-            }, False
+            return ExecResult(
+                Status.SYNTAX_ERROR, error_type=_type_name(exc), error=_bounded(exc.msg), line=exc.lineno
+            ), False
         except PolicyViolation as exc:  # a compile-time refusal; a run-time one is among the guards'
             result, recycle = _violation_result(exc), False
         except OutputLimitExceeded:
             result, recycle = _output_limit_result(sink), True
         except MemoryError:
-            result, recycle = (
-                {
-                    "status": "memory_limit",
-                    "error_type": "MemoryError",
-                    "error": "the program ran out of its memory limit",
-                },
-                True,
+            result = ExecResult(
+                Status.MEMORY_LIMIT, error_type="MemoryError", error="the program ran out of its memory limit"
             )
+            recycle = True
         except BaseException as exc:  # the program's own failure, whatever it raised
             result, recycle = _error_result(exc), False
         else:
@@ -312,7 +324,8 @@ class Runner:
         """The same recursion depth for the program in either tier: RECURSION_DEPTH frames above
         `_execute`, however deep the runner's own stack is (a warm runner's and a fork's differ)."""
         if self._base_depth is None:
-            frame, depth = sys._getframe(), 0
+            frame: types.FrameType | None = sys._getframe()
+            depth = 0
             while frame is not None:
                 frame, depth = frame.f_back, depth + 1
             self._base_depth = depth
@@ -349,10 +362,8 @@ class Runner:
         """Past the output limit: answer now and leave, so a program that catches it cannot go on."""
         if self._sink is not None and self._current is not None:
             self._timer.disarm()  # the verdict is made: the answer's way out is not the program's time
-            result = _output_limit_result(self._sink)
-            result["id"] = self._current.id
-            result["isolation"] = "warm" if self.warm else "fork"
-            self.send(result, True)  # type: ignore[misc]
+            result = dataclasses.replace(_output_limit_result(self._sink), isolation=self.tier)
+            self.send(result_message(self._current.id, result), True)  # type: ignore[misc]
             os._exit(0)
 
     def _pristine(self) -> bool:
@@ -370,22 +381,25 @@ def _read_entry(
 ) -> tuple[Any, str | None]:
     """Find the answer the way the program was asked to give it; say which convention gave it."""
     call = capture.call if capture is not None else _call
-    if entry == "auto":
+    if entry == _AUTO:
         for name in ENTRY_FUNCTIONS:
             if callable(namespace.get(name)):
                 return call(namespace[name]), name
         for name in ENTRY_VARIABLES:
             if name in namespace:
                 return namespace[name], name
-        line = sink.last_line()
-        return (_parse_printed(line), "stdout") if line is not None else (None, None)
+        return _read_printed(sink)
     if entry in ENTRY_FUNCTIONS:
         function = namespace.get(entry)
         return (call(function), entry) if callable(function) else (None, None)
-    if entry == "stdout":
-        line = sink.last_line()
-        return (_parse_printed(line), "stdout") if line is not None else (None, None)
+    if entry == _STDOUT:
+        return _read_printed(sink)
     return namespace.get(entry), entry if entry in namespace else None
+
+
+def _read_printed(sink: OutputSink) -> tuple[Any, str | None]:
+    line = sink.last_line()
+    return (_parse_printed(line), _STDOUT) if line is not None else (None, None)
 
 
 def _call(function: Callable[[], Any]) -> Any:
@@ -512,54 +526,46 @@ def _parse_printed(line: str) -> Any:
         return text
 
 
-def _value_result(value: Any, entry: str | None, output_limit: int) -> dict[str, Any]:
+def _value_result(value: Any, entry: str | None, output_limit: int) -> ExecResult:
     if value is None:
-        message = (
-            "no answer: no solution()/solver(), ans/answer/result or printed line"
-            if entry is None
-            else f"{entry} gave None"
-        )
-        return {"status": "no_answer", "entry": entry, "error": message}
+        message = NO_ENTRY if entry is None else f"{entry} gave None"
+        return ExecResult(Status.NO_ANSWER, entry=entry, error=message)
     try:
         plain = values.to_plain(value, values.Budget(output_limit))
     except values.IntegerTooLong as exc:
-        return {"status": "error", "entry": entry, "error_type": "ValueError", "error": str(exc)}
+        return ExecResult(Status.ERROR, entry=entry, error_type="ValueError", error=str(exc))
     except values.TooLarge as exc:
-        return {"status": "output_limit", "entry": entry, "error_type": "TooLarge", "error": str(exc)}
+        return ExecResult(Status.OUTPUT_LIMIT, entry=entry, error_type="TooLarge", error=str(exc))
     except values.Unconvertible as exc:
-        return {"status": "no_answer", "entry": entry, "error_type": "Unconvertible", "error": str(exc)}
-    return {"status": "ok", "entry": entry, "value": plain, "value_type": values.value_type(plain)}
+        return ExecResult(Status.NO_ANSWER, entry=entry, error_type="Unconvertible", error=str(exc))
+    return ExecResult(Status.OK, entry=entry, value=plain, value_type=values.value_type(plain))
 
 
-def _error_result(exc: BaseException) -> dict[str, Any]:
+def _error_result(exc: BaseException) -> ExecResult:
     try:
         message = str(exc)
         if type(message) is not str:
             message = "<unprintable message>"
     except BaseException:
         message = "<unprintable message>"
-    return {"status": "error", "error_type": _type_name(exc), "error": _bounded(message), "line": _program_line(exc)}
+    return ExecResult(Status.ERROR, error_type=_type_name(exc), error=_bounded(message), line=_program_line(exc))
 
 
 def _type_name(exc: BaseException) -> str:
     return values.bounded_name(type(exc), TYPE_LIMIT)
 
 
-def _violation_result(exc: PolicyViolation) -> dict[str, Any]:
-    return {
-        "status": "policy_violation",
-        "error_type": _bounded(str(exc.rule))[:TYPE_LIMIT],
-        "error": _bounded(str(exc.message)),
-        "line": exc.line,
-    }
+def _violation_result(exc: PolicyViolation) -> ExecResult:
+    return ExecResult(
+        Status.POLICY_VIOLATION,
+        error_type=_bounded(str(exc.rule))[:TYPE_LIMIT],
+        error=_bounded(str(exc.message)),
+        line=exc.line,
+    )
 
 
-def _output_limit_result(sink: OutputSink) -> dict[str, Any]:
-    return {
-        "status": "output_limit",
-        "error_type": "OutputLimit",
-        "error": f"printed more than {sink.limit} characters",
-    }
+def _output_limit_result(sink: OutputSink) -> ExecResult:
+    return ExecResult(Status.OUTPUT_LIMIT, error_type="OutputLimit", error=f"printed more than {sink.limit} characters")
 
 
 def _program_line(exc: BaseException) -> int | None:

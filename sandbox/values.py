@@ -130,7 +130,7 @@ def value_type(value: Any) -> str | None:
 
 def bounded_name(kind: type, limit: int = 100) -> str:
     """A type's name, bounded: a class may be named with a 30 MB string."""
-    name = type.__dict__["__name__"].__get__(kind)
+    name: str = type.__dict__["__name__"].__get__(kind)
     return name if len(name) <= limit else name[: limit - 3] + "..."
 
 

@@ -16,6 +16,7 @@ fresh fork: a few milliseconds.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import functools
 import gc
@@ -43,14 +44,18 @@ from potrun.sandbox.protocol import (
     ProtocolError,
     RunRequest,
     check_result,
+    checked_result,
     decode,
     dumps,
     encode,
+    encode_result,
     frame,
     request_header,
     request_message,
+    write_all,
 )
 from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
+from potrun.types import ExecResult, Isolation, Status
 
 PRELOAD = (
     "math",
@@ -105,13 +110,13 @@ FIONREAD = 0x541B  # termios.FIONREAD on Linux: bytes waiting in a pipe
 # Room to spare for an answer to be sure it does not wait: its framing, and a page, since the pipe
 # keeps its bytes in whole pages.
 _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
-WARM_POLICY = "restricted"  # warm runners run pure programs of any policy; this one's spec makes them
 # A runner's death by one of these is its CPU limit (the timer's SIGPROF; RLIMIT_CPU's SIGXCPU, or
 # SIGKILL where soft = hard) when its rusage shows at least CPU_CONFIRM of the limit: the exact timer
 # ends it at or just past the limit; the setitimer fallback (`cputimer`) counts by the tick, and was
 # seen to end a program at 0.93 of its limit on a heavily loaded machine.
 CPU_LIMIT_SIGNALS = frozenset({cputimer.SIGNAL, signal.SIGXCPU, signal.SIGKILL})
 CPU_CONFIRM = 0.8
+_WARM, _FORK = Isolation.WARM.value, Isolation.FORK.value  # the tiers, as a result names them
 
 
 class Request:
@@ -300,9 +305,8 @@ class Worker:
             if inflight and not flowing:
                 watched.append(self.warm.results)  # type: ignore[union-attr]
             ready = self._wait(watched, timeout, flowing)
-            if stdin in ready:
-                if not self._read_requests(stdin, reader, pending):
-                    return  # potrun is gone: nobody is left to read the answers
+            if stdin in ready and not self._read_requests(stdin, reader, pending):
+                return  # potrun is gone: nobody is left to read the answers
             if inflight:
                 waiting = len(inflight)
                 out, restart, finished = self._collect_warm(inflight, finished)
@@ -363,7 +367,7 @@ class Worker:
             queued += len(request.body)
             batch.append(frame(request.body))
         if batch:
-            _write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
+            write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
 
     def _collect_warm(self, inflight: Deque, finished: float) -> tuple[bytes, bool, float]:
         """Take the runner's answers, or its death, or the head's deadline.
@@ -384,12 +388,12 @@ class Worker:
             head = inflight.popleft()
             return self._verdict_after_death(runner, head.message, _started(head, finished)), True, now
         if data:
-            out = []
+            out: list[bytes] = []
             try:
                 bodies = runner.reader.feed(data)
             except ProtocolError as exc:
                 self._stop_warm()
-                return self._protocol_violation(inflight.popleft().message, exc, "warm"), True, now
+                return self._protocol_violation(inflight.popleft().message, exc, _WARM), True, now
             for body in bodies:
                 flags, stamp, cpu, _ = _ANSWER.unpack_from(body)
                 head = inflight.popleft()
@@ -419,7 +423,7 @@ class Worker:
         runner's next program starts."""
         if self.warm is not None:
             try:
-                _write_all(self.warm.requests, frame(RESUME))
+                write_all(self.warm.requests, frame(RESUME))
             except OSError:
                 pass  # a runner that died is seen at the next read
         return time.perf_counter()
@@ -447,7 +451,7 @@ class Worker:
                     bodies = runner.reader.feed(data)
                 except ProtocolError as exc:
                     self._stop(runner)
-                    return self._protocol_violation(message, exc, "fork")
+                    return self._protocol_violation(message, exc, _FORK)
                 if bodies:
                     peak = self._stop(runner)
                     if self._killed_for_memory():  # one of its processes was, whatever it answered
@@ -464,43 +468,35 @@ class Worker:
             if len(body) < _ANSWER.size:
                 raise ProtocolError("an answer shorter than its prefix")
             held = _ANSWER.unpack_from(body)[3]
-            result = check_result(
+            checked = check_result(
                 decode(body[_ANSWER.size :]),
                 request_id=request.id,
                 from_runner=True,
                 output_bytes=request.limits.output_bytes,
             )
         except ProtocolError as exc:
-            return self._protocol_violation(request, exc, "fork")
+            return self._protocol_violation(request, exc, _FORK)
         self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
-        result["isolation"] = "fork"
-        if peak is not None:
-            result["peak_rss_mb"] = peak
-        return encode(result)
+        result = dataclasses.replace(checked_result(checked), isolation=_FORK, peak_rss_mb=peak)
+        return encode_result(request.id, result)
 
     def _protocol_violation(self, request: RunRequest, exc: ProtocolError, tier: str) -> bytes:
         """The verdict on a program whose runner wrote what is not an answer: its own record only."""
         if isinstance(exc, FrameTooLarge):
-            return encode(
-                {
-                    "op": "result",
-                    "id": request.id,
-                    "status": "output_limit",
-                    "error_type": "OutputLimit",
-                    "error": "the answer is larger than the output limit",
-                    "isolation": tier,
-                }
+            result = ExecResult(
+                Status.OUTPUT_LIMIT,
+                error_type="OutputLimit",
+                error="the answer is larger than the output limit",
+                isolation=tier,
             )
-        return encode(
-            {
-                "op": "result",
-                "id": request.id,
-                "status": "crashed",
-                "error_type": "protocol_violation",
-                "error": f"the program's runner wrote what is not an answer ({str(exc)[:200]})",
-                "isolation": tier,
-            }
-        )
+        else:
+            result = ExecResult(
+                Status.CRASHED,
+                error_type="protocol_violation",
+                error=f"the program's runner wrote what is not an answer ({str(exc)[:200]})",
+                isolation=tier,
+            )
+        return encode_result(request.id, result)
 
     def _clean_strays(self) -> None:
         if not self.subreaper:
@@ -512,25 +508,23 @@ class Worker:
         """The verdict on a runner the worker killed at the wall-clock safety net."""
         _, cpu, peak = self._reap(runner)
         limit = request.limits.wall_limit_s
-        return encode(
-            {
-                "op": "result",
-                "id": request.id,
-                "status": "timeout",
-                "timeout_kind": kind,
-                "error": f"{kind} time limit of {limit:g} s exceeded",
-                "isolation": _tier(runner),
-                "wall_s": time.perf_counter() - started,
-                "cpu_s": cpu,
-                "peak_rss_mb": peak,
-            }
+        result = ExecResult(
+            Status.TIMEOUT,
+            timeout_kind=kind,
+            error=f"{kind} time limit of {limit:g} s exceeded",
+            isolation=_tier(runner),
+            wall_s=time.perf_counter() - started,
+            cpu_s=cpu,
+            peak_rss_mb=peak,
         )
+        return encode_result(request.id, result)
 
     def _reap(self, runner: RunnerProcess) -> tuple[int, float, float | None]:
         """Wait for a dead runner and close its pipes; return its wait status and the CPU time and peak
         resident set (MB) of the program it was running. A fork ran one program: its rusage is the
-        program's (its peak counts the pre-imported interpreter's pages it touched). A warm runner ran many: its CPU time counts since its last answer, and its peak,
-        which the kernel keeps one of per process, is not this program's (None)."""
+        program's (its peak counts the pre-imported interpreter's pages it touched). A warm runner ran
+        many: its CPU time counts since its last answer, and its peak, which the kernel keeps one of per
+        process, is not this program's (None)."""
         status, used, peak = _reap_status(runner.pid)
         self._forget(runner)
         if runner.warm:
@@ -539,35 +533,25 @@ class Worker:
 
     @staticmethod
     def _memory_verdict(
-        request: RunRequest, wall: float, cpu: float, tier: str = "fork", peak: float | None = None
+        request: RunRequest, wall: float, cpu: float, tier: str = Isolation.FORK.value, peak: float | None = None
     ) -> bytes:
         """The program, or one of its processes, was killed by the memory cgroup's OOM killer."""
         limit = request.limits.memory_mb
-        return encode(
-            {
-                "op": "result",
-                "id": request.id,
-                "wall_s": wall,
-                "cpu_s": cpu,
-                "isolation": tier,
-                "peak_rss_mb": peak,
-                "status": "memory_limit",
-                "error_type": "MemoryError",
-                "error": f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)",
-            }
+        result = ExecResult(
+            Status.MEMORY_LIMIT,
+            error_type="MemoryError",
+            error=f"memory limit of {limit} MB exceeded (the memory cgroup's OOM killer)",
+            wall_s=wall,
+            cpu_s=cpu,
+            isolation=tier,
+            peak_rss_mb=peak,
         )
+        return encode_result(request.id, result)
 
     def _verdict_after_death(self, runner: RunnerProcess, request: RunRequest, started: float) -> bytes:
         status_code, cpu, peak_mb = self._reap(runner)
         wall = time.perf_counter() - started
-        base = {
-            "op": "result",
-            "id": request.id,
-            "wall_s": wall,
-            "cpu_s": cpu,
-            "isolation": _tier(runner),
-            "peak_rss_mb": peak_mb,
-        }
+        measured = ExecResult(Status.CRASHED, wall_s=wall, cpu_s=cpu, isolation=_tier(runner), peak_rss_mb=peak_mb)
         cpu_limit = request.limits.timeout_s
         if os.WIFSIGNALED(status_code):
             sig = os.WTERMSIG(status_code)
@@ -576,25 +560,20 @@ class Worker:
             # The CPU timer's SIGPROF, the rlimit's SIGXCPU or SIGKILL, confirmed by the kernel's own
             # account of the runner's CPU time: a program that signals itself earns no timeout by it.
             if sig in CPU_LIMIT_SIGNALS and cpu >= CPU_CONFIRM * cpu_limit:
-                return encode(
-                    {
-                        **base,
-                        "status": "timeout",
-                        "timeout_kind": "cpu",
-                        "error": f"cpu time limit of {cpu_limit:g} s exceeded",
-                    }
+                verdict = dataclasses.replace(
+                    measured,
+                    status=Status.TIMEOUT,
+                    timeout_kind="cpu",
+                    error=f"cpu time limit of {cpu_limit:g} s exceeded",
                 )
+                return encode_result(request.id, verdict)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            return encode({**base, "status": "crashed", "error_type": name, "error": f"killed by {name}"})
+            return encode_result(request.id, dataclasses.replace(measured, error_type=name, error=f"killed by {name}"))
         code = os.WEXITSTATUS(status_code) if os.WIFEXITED(status_code) else -1
-        return encode(
-            {
-                **base,
-                "status": "crashed",
-                "error_type": "Exit",
-                "error": f"the program ended the process (exit code {code}) before answering",
-            }
+        verdict = dataclasses.replace(
+            measured, error_type="Exit", error=f"the program ended the process (exit code {code}) before answering"
         )
+        return encode_result(request.id, verdict)
 
     # -- runners ------------------------------------------------------------------------------------------
 
@@ -610,7 +589,7 @@ class Worker:
             os.close(request_write)
             os.close(result_read)
             self._enter_runner(request, self.warm_scratch, (request_read, result_write), fork=False)
-            _serve_warm(request_read, result_write)
+            _serve_warm(request_read, result_write)  # whatever the request's policy: it runs only what is proven pure
         os.close(request_read)
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
@@ -626,7 +605,7 @@ class Worker:
             self._import(NUMPY)
         runner = self._fork_runner(request.policy)
         runner.prepare(request.source)
-        hook = None if runner.policy.restricted else self._trusted_hook
+        hook = None if runner.guards is not None else self._trusted_hook
         result_read, result_write = os.pipe()
         runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
         process = RunnerProcess(0, -1, result_read, (), FrameReader(_answer_limit(request)))
@@ -673,7 +652,7 @@ class Worker:
 
     def _fork_runner(self, policy: str) -> Runner:
         if policy not in self._fork_runners:
-            self._fork_runners[policy] = Runner(get_policy(policy), warm=False)
+            self._fork_runners[policy] = Runner(get_policy(policy))
         return self._fork_runners[policy]
 
     def _enter_runner(self, request: RunRequest, cwd: str, keep_fds: tuple[int, ...], fork: bool) -> None:
@@ -753,7 +732,7 @@ class AnswerPipe:
     def send(self, body: bytes, flags: int, cpu: float) -> None:
         """`cpu`: the runner's CPU time when it ended the program (no later than now)."""
         stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        _write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
+        write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
 
     def _room(self) -> int:
         fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
@@ -766,13 +745,12 @@ def _serve_warm(requests: int, results: int) -> None:
     answers = AnswerPipe(results)
     runner: Runner | None = None
 
-    def send(result: dict[str, Any], recycle: bool) -> None:
-        result.setdefault("op", "result")
-        answers.send(dumps(result), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
+    def send(message: dict[str, Any], recycle: bool) -> None:
+        answers.send(dumps(message), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
 
     code = 0
     try:
-        runner = Runner(get_policy(WARM_POLICY), warm=True, send=send)
+        runner = Runner(None, send=send)
         reader = FrameReader()
         queue: deque[bytes] = deque()
         paused = False  # after NEEDS_FORK, until the worker's RESUME: the fork runs alone
@@ -787,7 +765,8 @@ def _serve_warm(requests: int, results: int) -> None:
                     else:
                         queue.append(body)
                 continue
-            result, recycle = runner.run(request_message(queue.popleft()))
+            request = request_message(queue.popleft())
+            result, recycle = runner.run(request)
             if result is None:  # for a fork; after a memory verdict, this runner is replaced too
                 answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0), time.process_time())
                 if recycle:
@@ -817,14 +796,14 @@ def _run_one(runner: Runner, request: RunRequest, audit_hook: AuditHook | None) 
         os._exit(code)
 
 
-def _send_forked(results: int, modules: int, result: dict[str, Any], recycle: bool) -> None:
+def _send_forked(results: int, modules: int, message: dict[str, Any], recycle: bool) -> None:
     """A fork's answer, its stamp unused (the worker waits for it). Which PRELOAD_ON_DEMAND modules the
     fork holds is looked up only if it imported any module: the worker held `modules` at the fork."""
-    result.setdefault("op", "result")
     held = 0
     if len(sys.modules) != modules:
         held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
-    _write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + dumps(result)))
+    body = dumps(message)
+    write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + body))
 
 
 def _answer_limit(request: RunRequest) -> int:
@@ -833,7 +812,7 @@ def _answer_limit(request: RunRequest) -> int:
 
 
 def _tier(runner: RunnerProcess) -> str:
-    return "warm" if runner.warm else "fork"
+    return _WARM if runner.warm else _FORK
 
 
 def _started(request: Request, finished: float) -> float:
@@ -843,13 +822,6 @@ def _started(request: Request, finished: float) -> float:
 
 def _deadline(request: Request, finished: float) -> float:
     return _started(request, finished) + request.wall_s
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _reap_status(pid: int) -> tuple[int, float, float | None]:
