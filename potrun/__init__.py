@@ -17,7 +17,13 @@ if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports e
     from potrun.pipeline import CheckOptions, RecordResult, check_records  # noqa: F401
     from potrun.records import read_records  # noqa: F401
     from potrun.sandbox.api import Sandbox  # noqa: F401
-    from potrun.scoring import ChecklistItem, ChecklistResult, check_checklist, majority_vote, pass_at_k  # noqa: F401
+    from potrun.scoring import (  # noqa: F401
+        ChecklistItem,
+        ChecklistResult,
+        check_checklist,
+        majority_vote,
+        pass_at_k,
+    )
     from potrun.types import (  # noqa: F401
         BadRecord,
         Entry,

@@ -94,3 +94,15 @@ def test_version_is_the_distribution_version() -> None:
     from importlib.metadata import version
 
     assert potrun.__version__ == version("potrun")
+
+
+def test_what_type_checkers_see_is_what_the_package_loads() -> None:
+    """potrun/__init__ names each export twice: imported under TYPE_CHECKING (for mypy and editors)
+    and in the lazy table (at run time): the two lists must be the same names from the same modules."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(potrun.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    typed = {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert typed == potrun._LAZY
