@@ -252,7 +252,7 @@ PYTHON = {
 PYTHON_INLINE = {'for r in potrun.validate("golds.jsonl"): r.ok, r.problems'}
 
 # What runs elsewhere, or is no command at all, and why.
-CI = "run by .ci/run (the editable install and the tests) and .ci/check-wheel (the wheel in a fresh venv)"
+CI = "run by .ci/run (the editable install, .ci/lint, the tests) and .ci/check-wheel (the wheel in a fresh venv)"
 DOCKER = "needs a Docker engine (and root, apt and a mirror for setup-docker.sh): run by .ci/run"
 NETWORK = "downloads from a package index"
 CLUSTER = "needs a Ray cluster of several machines (tests/test_ray.py runs the engine on a local instance)"
@@ -261,6 +261,7 @@ PROSE = "names a command or part of one in a sentence; nothing to run"
 ELSEWHERE = {
     "pip install . && potrun check examples/docmath_outputs.jsonl": CI,
     "pip install -e '.[test]' && python -m pytest -n auto": CI,
+    "bash .ci/lint": CI,
     "pip install .": CI,
     "potrun image build": DOCKER,
     "bash .ci/setup-docker.sh": DOCKER,
@@ -296,7 +297,7 @@ ELSEWHERE = {
 # Indented blocks that are not commands: checked by the tests named.
 TEXT = {
     '{"line": 3, "id": "fin-003", "ok": false, "problems": [{"code": "runtime_error", "severity": "error",': "test_validate_output_example",
-    "potrun/      types (leaf), records, pipeline, comparators, scoring, checklists, validation, report,": "test_layout_names_real_modules",
+    "potrun/": "test_layout_names_real_modules",
     "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout": "tests/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
 }
 
@@ -364,19 +365,23 @@ def test_validate_output_example() -> None:
 
 
 def test_layout_names_real_modules() -> None:
+    """The Layout section lists every module of the package, and only modules that exist."""
     readme = README.read_text(encoding="utf-8")
-    layout = readme[readme.index("    potrun/      types") : readme.index("    tests/  examples/")]
-    potrun_part, sandbox_part = layout.split("    sandbox/", 1)
-    sandbox_part = sandbox_part.split("    extractors/", 1)[0]
-    for word in re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", "", potrun_part.replace("potrun/", ""))):
-        assert (REPO / "potrun" / f"{word}.py").exists(), word
-    named = re.findall(
-        r"\b(worker|runner|protocol|values|seeding|isolation|namespace|memcg|seccomp|pool|process|"
-        r"docker|api|image)\b",
-        sandbox_part,
-    )
-    assert len(set(named)) == 14
-    for word in named:
-        assert (REPO / "sandbox" / f"{word}.py").exists(), word
-    for name in re.findall(r"(\w+\.py)", layout):
-        assert (REPO / "policies" / name).exists() or (REPO / "sandbox" / name).exists(), name
+    block = readme[readme.index("    potrun/\n") : readme.index("    tests/  examples/")]
+    listed: set[str] = set()
+    folders: list[tuple[int, str]] = []  # (indent, name) of the directories enclosing a line
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip())
+        name = line.split()[0]
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        if name.endswith("/"):
+            folders.append((indent, name.rstrip("/")))
+        else:
+            listed.add("/".join([folder for _, folder in folders] + [name]))
+    on_disk = {
+        str(path.relative_to(REPO))
+        for top in ("potrun", "sandbox", "extractors", "policies")
+        for path in (REPO / top).rglob("*.py")
+    }
+    assert listed == on_disk
