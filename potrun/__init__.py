@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports e
     from potrun.extractors import extract_answer, extract_program, parse_number  # noqa: F401
     from potrun.pipeline import CheckOptions, RecordResult, check_records  # noqa: F401
     from potrun.records import read_records  # noqa: F401
-    from potrun.sandbox.api import Sandbox  # noqa: F401
+    from potrun.sandbox.api import Sandbox, SandboxConfig  # noqa: F401
     from potrun.scoring import (  # noqa: F401
         ChecklistItem,
         ChecklistResult,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports e
 # module (tests/test_public_api.py checks every name).
 _LAZY = {
     "Sandbox": "potrun.sandbox.api",
+    "SandboxConfig": "potrun.sandbox.api",
     "BadRecord": "potrun.types",
     "Entry": "potrun.types",
     "ExecResult": "potrun.types",
