@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from potrun.types import (
+    DEFAULT_TIMEOUT_S,
     WALL_FLOOR_S,
     WALL_MULTIPLE,
     Entry,
@@ -511,8 +512,9 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--timeout",
         type=_positive_float,
-        default=5.0,
-        help="CPU seconds per program: they decide a timeout (waiting for a core does not count)",
+        default=DEFAULT_TIMEOUT_S,
+        help=f"CPU seconds per program (default {DEFAULT_TIMEOUT_S:g}): they decide a timeout (waiting for a core "
+        "does not count)",
     )
     group.add_argument(
         "--wall-timeout",

@@ -69,6 +69,13 @@ class Isolation(StrEnum):
     FORK = "fork"  # a fresh fork of the pre-imported worker for every program
 
 
+# The CPU seconds a program may use, unless told. CPU time on a shared machine is not constant: on the
+# 2-core VM potrun is measured on, the same program's CPU time varies up to 2x from hour to hour (other
+# tenants, caches; a local hog adds little), so a program within half of the limit can flip between
+# ok and timeout. 10 s keeps the slowest real programs of the PoT generations (GSM8K lines 826 and 856:
+# 2-4 s of CPU) out of that band, idle and under load (bench/load_independence.py).
+DEFAULT_TIMEOUT_S = 10.0
+
 # The wall-clock safety net, when not given: WALL_MULTIPLE times the CPU limit, at least WALL_FLOOR_S.
 # CPU time decides a timeout; the wall clock only stops what burns no CPU (a trusted `time.sleep`, a
 # blocked read) or what escaped the CPU limits. Under a CPU hog of twice the cores, each of a 2-core
@@ -93,7 +100,7 @@ class Limits:
     the time a program waits for a core on a busy machine; `wall_limit_s` is the wall-clock safety net
     (`timeout_kind` "wall"): `wall_timeout_s` where given, else `default_wall_timeout(timeout_s)`."""
 
-    timeout_s: float = 5.0  # CPU seconds
+    timeout_s: float = DEFAULT_TIMEOUT_S  # CPU seconds
     wall_timeout_s: float | None = None  # wall-clock seconds; None: default_wall_timeout(timeout_s)
     memory_mb: int = 2048  # address space of the program's process
     output_bytes: int = 1_000_000  # stdout + stderr + the result's encoding

@@ -63,7 +63,17 @@ from potrun.policies import DENIED_ATTRIBUTES, module_allowed
 from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
 from potrun.sandbox.protocol import RunRequest
-from potrun.types import ENTRY_FUNCTIONS, BadRecord, Entry, ExecResult, Status, UsageError, Value, json_safe
+from potrun.types import (
+    DEFAULT_TIMEOUT_S,
+    ENTRY_FUNCTIONS,
+    BadRecord,
+    Entry,
+    ExecResult,
+    Status,
+    UsageError,
+    Value,
+    json_safe,
+)
 
 ERROR, WARNING = "error", "warning"
 
@@ -195,7 +205,7 @@ def validate(
     sandbox: Sandbox | None = None,
     recheck: Sandbox | None = None,
     policy: str = "trusted",
-    timeout: float = 5.0,
+    timeout: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = 2048,
     workers: int | None = None,
     **sandbox_options: Any,

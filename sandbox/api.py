@@ -21,7 +21,7 @@ from potrun.policies import POLICY_NAMES, get_policy
 from potrun.sandbox.backends import BACKENDS
 from potrun.sandbox.pool import Arrival, Pool, default_workers
 from potrun.sandbox.protocol import RunRequest
-from potrun.types import Entry, ExecResult, Isolation, Limits, SandboxUnavailable, UsageError
+from potrun.types import DEFAULT_TIMEOUT_S, Entry, ExecResult, Isolation, Limits, SandboxUnavailable, UsageError
 
 if TYPE_CHECKING:
     import asyncio  # imported where a coroutine needs it: every worker imports this module, and asyncio
@@ -36,7 +36,7 @@ class SandboxConfig:
     backend: str = "process"
     policy: str = "restricted"
     workers: int | None = None  # None (or 0): default_workers(), which reads this machine's cores
-    timeout: float = 5.0
+    timeout: float = DEFAULT_TIMEOUT_S
     wall_timeout: float | None = None
     memory_mb: int = 2048
     output_bytes: int = 1_000_000
@@ -127,7 +127,7 @@ class Sandbox:
         *,
         policy: str = "restricted",
         workers: int | None = None,
-        timeout: float = 5.0,
+        timeout: float = DEFAULT_TIMEOUT_S,
         wall_timeout: float | None = None,
         memory_mb: int = 2048,
         output_bytes: int = 1_000_000,
