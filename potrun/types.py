@@ -219,6 +219,7 @@ class ImageBuildError(PotrunError):
 
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
     "ENTRY_FUNCTIONS",
     "ENTRY_VARIABLES",
     "WALL_FLOOR_S",
