@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from potrun.types import (
+    DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
     WALL_FLOOR_S,
     WALL_MULTIPLE,
@@ -523,7 +524,9 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
         help=f"wall-clock seconds per program, a safety net (default: {WALL_MULTIPLE:g}x --timeout, "
         f"at least {WALL_FLOOR_S:g})",
     )
-    group.add_argument("--memory", type=_positive_int, default=2048, help="MB of address space per program")
+    group.add_argument(
+        "--memory", type=_positive_int, default=DEFAULT_MEMORY_MB, help="MB of address space per program"
+    )
     group.add_argument("--entry", default=str(Entry.AUTO), choices=[str(entry) for entry in Entry])
 
 

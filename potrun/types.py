@@ -75,6 +75,8 @@ class Isolation(StrEnum):
 # ok and timeout. 10 s keeps the slowest real programs of the PoT generations (GSM8K lines 826 and 856:
 # 2-4 s of CPU) out of that band, idle and under load (bench/load_independence.py).
 DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MEMORY_MB = 2048  # address space of a program's process
+DEFAULT_OUTPUT_BYTES = 1_000_000  # stdout + stderr + the result's encoding
 
 # The wall-clock safety net, when not given: WALL_MULTIPLE times the CPU limit, at least WALL_FLOOR_S.
 # CPU time decides a timeout; the wall clock only stops what burns no CPU (a trusted `time.sleep`, a
@@ -102,8 +104,8 @@ class Limits:
 
     timeout_s: float = DEFAULT_TIMEOUT_S  # CPU seconds
     wall_timeout_s: float | None = None  # wall-clock seconds; None: default_wall_timeout(timeout_s)
-    memory_mb: int = 2048  # address space of the program's process
-    output_bytes: int = 1_000_000  # stdout + stderr + the result's encoding
+    memory_mb: int = DEFAULT_MEMORY_MB
+    output_bytes: int = DEFAULT_OUTPUT_BYTES
     max_processes: int = 32  # processes the program may have at once (trusted policy only can fork)
 
     @property
@@ -219,6 +221,8 @@ class ImageBuildError(PotrunError):
 
 
 __all__ = [
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_OUTPUT_BYTES",
     "DEFAULT_TIMEOUT_S",
     "ENTRY_FUNCTIONS",
     "ENTRY_VARIABLES",

@@ -64,6 +64,7 @@ from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, fir
 from potrun.sandbox.api import Sandbox
 from potrun.sandbox.protocol import RunRequest
 from potrun.types import (
+    DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
     ENTRY_FUNCTIONS,
     BadRecord,
@@ -206,7 +207,7 @@ def validate(
     recheck: Sandbox | None = None,
     policy: str = "trusted",
     timeout: float = DEFAULT_TIMEOUT_S,
-    memory_mb: int = 2048,
+    memory_mb: int = DEFAULT_MEMORY_MB,
     workers: int | None = None,
     **sandbox_options: Any,
 ) -> Iterator[ValidationReport]:

@@ -21,7 +21,17 @@ from potrun.policies import POLICY_NAMES, get_policy
 from potrun.sandbox.backends import BACKENDS
 from potrun.sandbox.pool import Arrival, Pool, default_workers
 from potrun.sandbox.protocol import RunRequest
-from potrun.types import DEFAULT_TIMEOUT_S, Entry, ExecResult, Isolation, Limits, SandboxUnavailable, UsageError
+from potrun.types import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_OUTPUT_BYTES,
+    DEFAULT_TIMEOUT_S,
+    Entry,
+    ExecResult,
+    Isolation,
+    Limits,
+    SandboxUnavailable,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     import asyncio  # imported where a coroutine needs it: every worker imports this module, and asyncio
@@ -38,8 +48,8 @@ class SandboxConfig:
     workers: int | None = None  # None (or 0): default_workers(), which reads this machine's cores
     timeout: float = DEFAULT_TIMEOUT_S
     wall_timeout: float | None = None
-    memory_mb: int = 2048
-    output_bytes: int = 1_000_000
+    memory_mb: int = DEFAULT_MEMORY_MB
+    output_bytes: int = DEFAULT_OUTPUT_BYTES
     isolation: str | None = None  # None: "warm"
     entry: str = "auto"
     hash_seed: int = 0
@@ -129,8 +139,8 @@ class Sandbox:
         workers: int | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         wall_timeout: float | None = None,
-        memory_mb: int = 2048,
-        output_bytes: int = 1_000_000,
+        memory_mb: int = DEFAULT_MEMORY_MB,
+        output_bytes: int = DEFAULT_OUTPUT_BYTES,
         isolation: str | None = None,
         entry: str = "auto",
         hash_seed: int = 0,
