@@ -36,8 +36,7 @@ def test_the_wheel_contains_the_dockerfile_and_main(tmp_path: Path) -> None:
             "-m",
             "pip",
             "wheel",
-            "--no-deps",
-            "--no-build-isolation",
+            "--no-deps",  # build isolation: setuptools and wheel from the index, as a user's pip does
             "-q",
             "-w",
             str(tmp_path / "dist"),
