@@ -121,6 +121,8 @@ class RecordResult:
     checklist_missing: list[Any] | None = None
     checker: Mapping[str, Any] | None = None
     answer_text: str | None = None  # chain of thought: the answer text extracted (`value` is its reading)
+    score: float | None = None  # a benchmark's continuous score in [0, 1] (LongDocURL's); else `correct` as 1.0/0.0
+    fields: Mapping[str, Any] | None = None  # the record's fields a summary breaks down by (source, task, ...)
 
     @property
     def scored(self) -> bool:
@@ -146,7 +148,10 @@ class RecordResult:
             "cpu_s": round(self.cpu_s, 6),
             "isolation": self.isolation,
             "answer_text": self.answer_text,
+            "score": self.score if self.score is not None else _as_score(self.correct),
         }
+        if self.fields is not None:
+            data["fields"] = dict(self.fields)
         if self.verdicts is not None and len(self.verdicts) > 1:
             data["verdicts"] = dict(self.verdicts)
         if self.samples is not None:
@@ -167,6 +172,10 @@ class RecordResult:
         for name in ("wall_s", "cpu_s"):
             values[name] = float(values.get(name) or 0.0)
         return cls(**values)
+
+
+def _as_score(correct: bool | None) -> float | None:
+    return None if correct is None else float(correct)
 
 
 RESULT_FIELDS = tuple(result_field.name for result_field in fields(RecordResult))  # in the constructor's order
