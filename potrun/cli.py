@@ -81,19 +81,25 @@ def cmd_check(args: argparse.Namespace) -> int:
     from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
     from potrun.report import Progress, Summary, render
 
-    options = CheckOptions(
-        code_fields=_fields(args.code_field, CODE_FIELDS),
-        gold_fields=_fields(args.gold_field, GOLD_FIELDS),
-        id_fields=_fields(args.id_field, ID_FIELDS),
-        mode=args.mode,
-        presets=tuple(p.strip() for p in args.compare.split(",") if p.strip()),
-        compare_options=_compare_options(args),
-        ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
-        strict=args.strict,
-        checklist_field=args.checklist_field or None,
-        checker_field=args.checker_field or None,
+    benchmark = _benchmark_run(args)
+    options = (
+        CheckOptions(benchmark=benchmark, presets=(args.benchmark,))
+        if benchmark
+        else CheckOptions(
+            code_fields=_fields(args.code_field, CODE_FIELDS),
+            gold_fields=_fields(args.gold_field, GOLD_FIELDS),
+            id_fields=_fields(args.id_field, ID_FIELDS),
+            mode=args.mode,
+            presets=tuple(p.strip() for p in args.compare.split(",") if p.strip()),
+            compare_options=_compare_options(args),
+            ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
+            strict=args.strict,
+            checklist_field=args.checklist_field or None,
+            checker_field=args.checker_field or None,
+        )
     )
-    _check_presets(options.presets)
+    if benchmark is None:
+        _check_presets(options.presets)
     if args.resume and not args.out:
         raise UsageError("--resume needs --out: the output file of the run to continue")
     _check_outputs(args, inputs=[args.preds] + ([args.gold] if args.gold else []))
@@ -110,10 +116,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     summary = Summary(options.presets, settings=_settings(args, engine.config))
     done = 0
+    results: list[Any] = []  # kept for a benchmark's metrics, which need them all
+
+    def add(result: Any) -> None:
+        summary.add(result)
+        if benchmark is not None:
+            results.append(result)
+
     if args.resume:  # the results already in --out count, and their records are not run again
-        records, done = resume_output(
-            args.out, records, id_fields=options.id_fields, presets=options.presets, add=summary.add
-        )
+        records, done = resume_output(args.out, records, id_fields=options.id_fields, presets=options.presets, add=add)
     total = count_records(args.preds)  # None for a stream: it is counted as it comes
     out = OutputWriter(args.out, append=args.resume) if args.out else None
     try:
@@ -126,7 +137,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         ):
             summary.started = time.perf_counter()  # the engine is ready: its start-up is not throughput
             for result in engine.results(records, options, golds):
-                summary.add(result)
+                add(result)
                 progress.advance()
                 if out is not None:
                     out.write(result)
@@ -146,6 +157,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         if out is not None:
             out.close()
     summary.settings.update(engine.settings, cache_hits=engine.cache_hits)
+    if benchmark is not None:
+        summary.settings["benchmark"] = benchmark.name
+        summary.metrics = benchmark.metrics(results)
     if not args.quiet:
         render(summary)
     if args.summary_json:
@@ -169,6 +183,23 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"potrun: accuracy {summary.accuracy():.4f} is below --fail-under {args.fail_under}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _benchmark_run(args: argparse.Namespace) -> Any:
+    """`--benchmark NAME`: the benchmark's rules for the input file, and the sandbox settings its
+    official code implies (policy), where the command line does not set them. None without it."""
+    if args.benchmark is None:
+        return None
+    from potrun.benchmarks import get_benchmark
+
+    if args.gold:
+        raise UsageError("--gold is not used with --benchmark: the benchmark's records hold their golds")
+    module = get_benchmark(args.benchmark)
+    for option, value in module.SANDBOX.items():
+        flag = "--" + option.replace("_", "-")
+        if not any(word == flag or word.startswith(flag + "=") for word in args.words):
+            setattr(args, option, value)
+    return module.for_file(args.preds, strict=args.strict)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -539,6 +570,7 @@ def _backends() -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     import potrun
+    from potrun.benchmarks import BENCHMARKS
     from potrun.engines import ENGINES
     from potrun.pipeline import MODES
     from potrun.records import ANSWER_FIELDS, CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, PROGRAM_FIELDS
@@ -571,6 +603,13 @@ def _parser() -> argparse.ArgumentParser:
         default="checker",
         help="field with a gold checker program, def check(answer) -> bool (default: checker)",
     )
+    check.add_argument(
+        "--benchmark",
+        default=None,
+        choices=sorted(BENCHMARKS),
+        help="read the benchmark's own files and apply its official rules and metrics (no other option needed); "
+        "with --strict, potrun's rules where they read the model more rightly (README: Benchmarks)",
+    )
     check.add_argument("--mode", default=MODES[0], choices=MODES)
     check.add_argument("--compare", default="default", help="comparator preset(s), comma-separated")
     check.add_argument("--abs", action="store_true", help="compare absolute values (PoT's SVAMP runner)")
@@ -587,7 +626,11 @@ def _parser() -> argparse.ArgumentParser:
         help="a line (or array element) longer than this is a bad_record, not read (default 16)",
     )
     check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
-    check.add_argument("--strict", action="store_true", help="stop at the first bad record (exit 2)")
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first bad record (exit 2); with --benchmark: potrun's rules, not the official quirks",
+    )
     check.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     check.add_argument(
         "--resume",

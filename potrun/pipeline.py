@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from potrun.comparators import PRESETS, compare, read_answer
 from potrun.extractors import classify_output, extract_answer, extract_program
@@ -63,6 +64,7 @@ class CheckOptions:
     strict: bool = False
     checklist_field: str | None = "checklist"  # process golds (potrun.process_golds); None: not read
     checker_field: str | None = "checker"
+    benchmark: BenchmarkRun | None = None  # --benchmark: its rules replace all of the above (potrun.benchmarks)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -204,30 +206,83 @@ def check_records(
     golds: Mapping[Any, Any] | None = None,
 ) -> Iterator[RecordResult]:
     """Score records; yield one RecordResult per record, in input order."""
-    queue: deque[tuple[Prepared, int]] = deque()  # prepared records and their runnable samples, in order
-    prepared_records = (prepare(item, options, golds) for item in records)
+    if options.benchmark is not None:
+        return run_plans((options.benchmark.plan(item) for item in records), sandbox)
+    return run_plans((_plan(prepare(item, options, golds), options, sandbox) for item in records), sandbox)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """One program a record needs run (`timeout_s`: its CPU limit, when not the sandbox's)."""
+
+    source: str
+    entry: str | None = None
+    timeout_s: float | None = None
+    capture: bool = False  # also send back the numbers its variables held (checklists)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One record's work: its programs to run, then `judge` of their results (in the same order).
+    `fatal` is set on a bad record that ends a --strict run: nothing after it is sent."""
+
+    programs: tuple[Program, ...]
+    judge: Callable[[list[ExecResult]], RecordResult]
+    fatal: str | None = None
+
+
+class BenchmarkRun(Protocol):
+    """A benchmark's rules for one input file (`potrun.benchmarks`): each record's plan, and the
+    benchmark's own metrics over all the results (the summary's `metrics`)."""
+
+    name: str
+
+    def plan(self, item: Record | BadRecord) -> Plan: ...
+
+    def metrics(self, results: Sequence[RecordResult]) -> dict[str, Any]: ...
+
+
+def run_plans(plans: Iterable[Plan], sandbox: SandboxLike) -> Iterator[RecordResult]:
+    """Run every plan's programs on the sandbox, the next records' while this one's judge waits, and
+    yield each plan's verdict in input order."""
+    queue: deque[Plan] = deque()
 
     def requests() -> Iterator[RunRequest | None]:
-        for prepared in prepared_records:
-            runnable = [s for s in prepared.samples if s.source is not None]
-            queue.append((prepared, len(runnable)))
-            if prepared.outcome == BAD_RECORD and options.strict:
+        for plan in plans:
+            queue.append(plan)
+            if plan.fatal is not None:
                 return
-            if not runnable:
+            if not plan.programs:
                 yield None
-            capture = prepared.process is not None and prepared.process.checklist is not None
-            for sample in runnable:  # a checklist is checked on the first sample: only it is captured
-                capture_this = capture and sample is prepared.samples[0]
-                yield sandbox.request(sample.source, capture=capture_this)  # type: ignore[arg-type]
+            for program in plan.programs:
+                yield _request(sandbox, program)
 
     results = iter(sandbox.run_requests(requests()))
     for first in results:  # one result per request, and one None per record with nothing to run
-        prepared, runnable = queue.popleft()
-        executed = [first] if runnable else []
-        executed += [next(results) for _ in range(runnable - 1)]
-        yield finish(prepared, executed, options, sandbox)  # type: ignore[arg-type]
-    for prepared, _ in queue:  # only a strict run's first bad record is left: it was never sent
-        raise InputError(f"line {prepared.line}: {prepared.message}")
+        plan = queue.popleft()
+        executed = [first] if plan.programs else []
+        executed += [next(results) for _ in range(len(plan.programs) - 1)]  # type: ignore[misc]
+        yield plan.judge(executed)  # type: ignore[arg-type]
+    for plan in queue:  # only a strict run's first bad record is left: it was never sent
+        raise InputError(plan.fatal or "a record was never run")
+
+
+def _request(sandbox: SandboxLike, program: Program) -> RunRequest:
+    request = sandbox.request(program.source, program.entry, capture=program.capture)
+    if program.timeout_s is None:
+        return request
+    return replace(request, limits=replace(request.limits, timeout_s=program.timeout_s, wall_timeout_s=None))
+
+
+def _plan(prepared: Prepared, options: CheckOptions, sandbox: SandboxLike) -> Plan:
+    capture = prepared.process is not None and prepared.process.checklist is not None
+    programs = tuple(  # a checklist is checked on the first sample: only it is captured
+        Program(sample.source, capture=capture and sample is prepared.samples[0])
+        for sample in prepared.samples
+        if sample.source is not None
+    )
+    fatal = f"line {prepared.line}: {prepared.message}" if prepared.outcome == BAD_RECORD and options.strict else None
+    return Plan(programs, partial(finish, prepared, options=options, sandbox=sandbox), fatal)
 
 
 def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any, Any] | None) -> Prepared:
@@ -452,8 +507,12 @@ __all__ = [
     "NO_GOLD",
     "RESULT_FIELDS",
     "SKIPPED",
+    "BenchmarkRun",
     "CheckOptions",
+    "Plan",
+    "Program",
     "RecordResult",
     "check_records",
     "load_golds",
+    "run_plans",
 ]

@@ -41,6 +41,7 @@ class Summary:
     checklist_records: int = 0  # records with a checklist (potrun.process_golds)
     checklist_passed: int = 0
     checklist_correct: int = 0  # correct AND checklist passed
+    metrics: dict[str, Any] = field(default_factory=dict)  # a benchmark's own metrics (potrun.benchmarks)
     started: float = field(default_factory=time.perf_counter)
     elapsed_s: float = 0.0
 
@@ -66,7 +67,7 @@ class Summary:
             self.isolation_counts[result.isolation] += 1
         if result.correct is not None:
             self.graded += 1
-            for preset, verdict in (result.verdicts or {}).items():
+            for preset, verdict in (result.verdicts or {self.presets[0]: result.correct}).items():
                 self.correct[preset] += bool(verdict)
         entry = (result.wall_s, result.line, result.id, result.status)
         if len(self.slowest) < SLOWEST:
@@ -132,6 +133,8 @@ class Summary:
             "programs_per_s": round(self.scored / self.elapsed_s, 1) if self.elapsed_s else 0.0,
             **self.settings,
         }
+        if self.metrics:
+            data["metrics"] = self.metrics
         if self.checklist_records:
             data["checklist_accuracy"] = round(self.checklist_accuracy(), 6)
             data["checklist_records"] = self.checklist_records
@@ -186,6 +189,8 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
         table.add_row("pass@k", ", ".join(f"@{k} {v:.4f}" for k, v in samples["pass@k"].items()))
         table.add_row("majority vote", f"{samples['majority_accuracy']:.4f}")
         table.add_row("samples executed", f"{samples['executed_fraction']:.4f}")
+    for name, value in _flat(summary.metrics):
+        table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
     for item in data["slowest"][:3]:
         table.add_row("slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}")
     table.add_row("throughput", f"{data['programs_per_s']:.0f} records/s in {data['elapsed_s']:.1f} s")
@@ -195,6 +200,17 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     console.print(table)
     for line, message in summary.bad_lines:
         console.print(f"[yellow]bad record[/] line {line}: {message}")
+
+
+def _flat(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """A benchmark's nested metrics as table rows: ("state_checking f1", 0.91)."""
+    rows: list[tuple[str, Any]] = []
+    for name, value in metrics.items():
+        if isinstance(value, Mapping):
+            rows += _flat(value, f"{prefix}{name} ")
+        else:
+            rows.append((f"{prefix}{name}", value))
+    return rows
 
 
 class Progress:
