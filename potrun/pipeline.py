@@ -261,7 +261,7 @@ def run_plans(plans: Iterable[Plan], sandbox: SandboxLike) -> Iterator[RecordRes
     for first in results:  # one result per request, and one None per record with nothing to run
         plan = queue.popleft()
         executed = [first] if plan.programs else []
-        executed += [next(results) for _ in range(len(plan.programs) - 1)]  # type: ignore[misc]
+        executed += [next(results) for _ in range(len(plan.programs) - 1)]
         yield plan.judge(executed)  # type: ignore[arg-type]
     for plan in queue:  # only a strict run's first bad record is left: it was never sent
         raise InputError(plan.fatal or "a record was never run")

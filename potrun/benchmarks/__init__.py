@@ -30,7 +30,7 @@ def get_benchmark(name: str) -> BenchmarkModule:
     """The benchmark module registered under `name` (a UsageError names the choices)."""
     if name not in BENCHMARKS:
         raise UsageError(f"unknown benchmark {name!r}; choose one of {', '.join(sorted(BENCHMARKS))}")
-    module: BenchmarkModule = importlib.import_module(BENCHMARKS[name])  # type: ignore[assignment]
+    module: BenchmarkModule = importlib.import_module(BENCHMARKS[name])
     return module
 
 
