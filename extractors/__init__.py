@@ -6,6 +6,8 @@ Pure functions: no I/O, no timeouts, no processes; linear time on any input.
     extract_answer(text)  -> ExtractedAnswer    a chain-of-thought final answer (extractors/answer.py)
     parse_number(text)    -> ParsedNumber|None  one number with its unit, scale, percent (numbers.py)
     classify_output(text) -> "pot" | "cot"      for --mode auto
+    response_text(query, prompt) -> str         the response in a chat-templated transcript (chat.py)
+    strip_special_tokens(text) -> str           a response without the template's end tokens (chat.py)
 """
 
 from .answer import (
@@ -23,6 +25,7 @@ from .answer import (
     ExtractedAnswer,
     extract_answer,
 )
+from .chat import ASSISTANT_MARKERS, SPECIAL_TOKENS, response_text, strip_special_tokens
 from .code import (
     HOW_BARE,
     HOW_FENCE,
@@ -42,6 +45,7 @@ from .numbers import ParsedNumber, find_numbers, last_number, parse_number
 
 __all__ = [
     "ANSWER_HOWS",
+    "ASSISTANT_MARKERS",
     "HOW_ANSWER_COLON",
     "HOW_ANSWER_IS",
     "HOW_BARE",
@@ -62,6 +66,7 @@ __all__ = [
     "HOW_UNFENCED",
     "HOW_WHOLE",
     "PROGRAM_HOWS",
+    "SPECIAL_TOKENS",
     "ExtractedAnswer",
     "ExtractedProgram",
     "ParsedNumber",
@@ -71,4 +76,6 @@ __all__ = [
     "find_numbers",
     "last_number",
     "parse_number",
+    "response_text",
+    "strip_special_tokens",
 ]

@@ -7,7 +7,10 @@ TRL's GRPOTrainer calls each of its `reward_funcs` as `reward(prompts=..., compl
 and wants `list[float]`, one per completion; every other dataset column comes as a keyword argument of
 the same length. `pot_reward(completions, answer, **kwargs)` takes the golds from the `answer` column
 (`make_reward_function(gold_field=...)` for another name). A completion is a string, or (conversational
-datasets) a list of messages whose last `content` is used.
+datasets) a list of messages whose last `content` is used: a string, or a list of content blocks
+(`[{"type": "text", "text": ...}]`, the text blocks joined). The chat template's special tokens at
+its ends (`<|im_end|>`, `<|eot_id|>`, ...: potrun.extractors.strip_special_tokens) are dropped.
+verl's and OpenRLHF's signatures: potrun.integrations.
 
 Scales:
 - `pot_reward` (binary): 1.0 correct, 0.0 otherwise;
@@ -39,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from potrun.cache import CachedSandbox
+from potrun.extractors import strip_special_tokens
 from potrun.pipeline import CheckOptions, RecordResult, check_records
 from potrun.records import Record
 from potrun.sandbox.api import Sandbox, SandboxConfig, SandboxLike
@@ -93,14 +97,31 @@ atexit.register(close)
 
 
 def completion_text(completion: Any) -> str:
-    """The model's output: a string, or the last message's content of a conversational completion."""
+    """The model's output, without the chat template's special tokens at its ends: a string, or the
+    last message's content of a conversational completion (a string, or a list of content blocks
+    whose text blocks are joined by newlines, as vLLM's chat parser joins them)."""
     if isinstance(completion, str):
-        return completion
+        return strip_special_tokens(completion)
     if isinstance(completion, Mapping):
-        return str(completion.get("content") or "")
+        return _content_text(completion.get("content"))
     if isinstance(completion, Sequence) and completion:
         return completion_text(completion[-1])
     return ""
+
+
+def _content_text(content: Any) -> str:
+    """A message's `content`: a string, or blocks such as `[{"type": "text", "text": "..."}]` (the
+    others, images or tool calls, carry no text to score)."""
+    if isinstance(content, str):
+        return strip_special_tokens(content)
+    if isinstance(content, Sequence):
+        texts = [block["text"] for block in content if _is_text_block(block)]
+        return strip_special_tokens("\n".join(texts))
+    return ""
+
+
+def _is_text_block(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type", "text") == "text" and isinstance(block.get("text"), str)
 
 
 def score_completions(
@@ -117,7 +138,7 @@ def score_completions(
     """One reward per (completion, gold) pair, in order (`SHAPED` scale when `shaped`, else `BINARY`;
     or a `scale` of your own with the keys correct, executed, failed). `sandbox`: your own started
     Sandbox instead of the shared one."""
-    points = dict(scale) if scale is not None else (SHAPED if shaped else BINARY)
+    points = reward_points(shaped=shaped, scale=scale)
     results = score_records(completions, golds, mode=mode, preset=preset, sandbox=sandbox, **compare_options)
     return [reward_of(result, points) for result in results]
 
@@ -149,7 +170,13 @@ def score_records(
     return list(check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options))
 
 
+def reward_points(*, shaped: bool = False, scale: Mapping[str, float] | None = None) -> Mapping[str, float]:
+    """The reward of each outcome (keys correct, executed, failed): `scale`, else `SHAPED` or `BINARY`."""
+    return dict(scale) if scale is not None else (SHAPED if shaped else BINARY)
+
+
 def reward_of(result: RecordResult, points: Mapping[str, float]) -> float:
+    """The reward `points` give one scored record."""
     if result.correct:
         return float(points["correct"])
     if result.status == "ok":
