@@ -174,6 +174,21 @@ def test_verl_reward_loop_awaits_the_async_one_and_runs_the_sync_one_in_its_exec
     assert asyncio.run(all_of(load_verl_reward("compute_score", {}))) == BINARY
 
 
+def test_verl_reward_kwargs_choose_mode_comparator_and_scale() -> None:
+    """The config's custom_reward_function.reward_kwargs reach the scoring (verl merges them in)."""
+    cot = load_verl_reward("compute_score", {"mode": "cot"})
+    assert cot(data_source="x", solution_str="So the answer is \\boxed{72}.", ground_truth="72", extra_info={}) == 1.0
+    absolute = load_verl_reward("compute_score", {"compare": {"abs_value": True}})
+    assert absolute(data_source="x", solution_str="ans = 24 - 96", ground_truth="72", extra_info={}) == 1.0
+    assert verl.compute_score("x", "ans = 24 - 96", "72") == 0.0
+    dapo_scale = load_verl_reward(
+        "compute_score_batched", {"scale": {"correct": 1.0, "executed": -1.0, "failed": -1.0}}
+    )
+    assert dapo_scale(
+        data_sources=["x"] * 3, solution_strs=RESPONSES[:3], ground_truths=GOLDS[:3], extra_infos=[{}] * 3
+    ) == [1.0, -1.0, -1.0]
+
+
 def test_verl_compute_score_from_a_thread_pool_sharing_one_sandbox(box: Sandbox) -> None:
     """The reward loop's executor threads (and users' own pools) call compute_score at once: every
     reward must be that response's own."""

@@ -18,7 +18,7 @@ What verl calls (its source, verl/workers/reward_manager/ and verl/experimental/
 - an `async def` is awaited by the reward loop (`inspect.iscoroutinefunction`): `acompute_score`.
 
 Each takes the `reward_kwargs` of the config as keywords (`shaped`, `scale`, `mode`, `preset`,
-`compare` for comparator options, `details`) and ignores the keywords verl adds of its own
+`compare` for comparator options such as `{abs_value: true}`, `details`) and ignores the keywords verl adds of its own
 (`reward_router_address`, `sandbox_fusion_url`, ...). `data_source` and `extra_info` do not change the
 scoring. The response (verl decodes it without special tokens) is read as `potrun.rewards` reads a
 completion: a template token left at its end is dropped.
