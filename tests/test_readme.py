@@ -248,6 +248,8 @@ PYTHON = {
     "from potrun import Sandbox, compare": "ok 42 solution warm\nok 2 None\nok 2.5 None\nerror None ZeroDivisionError\n"
     "True\nTrue\n",
     "from potrun.rewards import configure, pot_reward, shaped_pot_reward": "[1.0, 0.0, 0.0]\n[1.0, 0.1, 0.0]\n",
+    "from potrun.integrations import openrlhf, verl": "1.0\n{'score': 0.0, 'acc': False, 'pred': '24', 'status': 'ok'}\n"
+    "{'rewards': [1.0], 'scores': [1.0], 'extra_logs': {'executed': [1.0]}}\n[0.0]\n",
 }
 PYTHON_INLINE = {'for r in potrun.validate("golds.jsonl"): r.ok, r.problems'}
 
@@ -298,6 +300,8 @@ ELSEWHERE = {
 TEXT = {
     '{"line": 3, "id": "fin-003", "ok": false, "problems": [{"code": "runtime_error", "severity": "error",': "test_validate_output_example",
     "potrun/": "test_layout_names_real_modules",
+    "# verl (trainer config): the batch manager is the fastest, one batch through the pool": "tests/test_integrations.py: verl's loader of custom_reward_function.path and name",
+    "# OpenRLHF: the reward function file, or `potrun serve` and --remote_rm_url http://HOST:PORT/openrlhf/reward": "tests/test_integrations.py: OpenRLHF's loader of a --remote_rm_url file",
     "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout": "tests/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
 }
 
