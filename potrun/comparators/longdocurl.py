@@ -1,8 +1,9 @@
 """Preset "longdocurl": LongDocURL `utils/utils_score_v3.eval_score` with its Integer/Float/String/List/None
 formats, after the `eval()` its pipeline applies to the extracted answer (`safe_eval` stands in).
 
-`longdocurl_score` gives the peer's score in [0, 1]; `_judge_longdocurl` the verdict, and names the
-leniencies. Text is scored by ANLS on the Levenshtein distance (`_levenshtein`, used by nothing else).
+`longdocurl_score` gives the peer's score in [0, 1], `record_score` the score `calculate_metrics.py`
+gives a record ("Fail to extract" scores 0), `eval_concise_answer` the pipeline's `eval()` of the
+extracted answer; `_judge_longdocurl` the verdict, and names the leniencies. Text is scored by ANLS on the Levenshtein distance (`_levenshtein`, used by nothing else).
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from potrun.comparators.preset import Preset
 from potrun.comparators.safe_eval import EvalFailed, safe_eval
 from potrun.types import Verdict
 
-__all__ = ["PRESET", "longdocurl_score"]
+__all__ = ["FAIL_TO_EXTRACT", "PRESET", "eval_concise_answer", "longdocurl_score", "record_score"]
+
+# The pred eval_per_record writes when GPT-4o's reply lacks the <concise_answer> tags: it scores 0.
+FAIL_TO_EXTRACT = "Fail to extract"
 
 _SUFFIXES = (
     "kg",
@@ -176,6 +180,20 @@ def longdocurl_score(value: Any, gold: Any, answer_format: str) -> float:
     return sum(greedy) / len(gts) * too_many
 
 
+def record_score(pred: Any, answer: Any, answer_format: str) -> float:
+    """The score `utils/calculate_metrics.py` gives one record: 0 for "Fail to extract", else eval_score."""
+    return 0.0 if pred == FAIL_TO_EXTRACT else longdocurl_score(pred, answer, answer_format)
+
+
+def eval_concise_answer(text: str) -> Any:
+    """eval_per_record's `pred`: `eval(concise_answer)`, a set made a list, the text itself where eval raises."""
+    try:
+        evaluated = safe_eval(text)
+    except EvalFailed:
+        return text
+    return list(evaluated) if isinstance(evaluated, set) else evaluated
+
+
 def _isfloat(x: str) -> bool:
     try:
         float(x)
@@ -217,17 +235,13 @@ def _judge_longdocurl(
     is 250; parenthesised text is deleted, so "(1,234)" is empty; eval() turns "1,234" into the
     tuple (1, 234), which then scores 0; numeric lists are compared in order by "-".join.
     """
-    if eval_pred and value == "Fail to extract":
+    if eval_pred and value == FAIL_TO_EXTRACT:
         return Verdict(False, "longdocurl: extraction failed")
     fmt = answer_format or _infer_format(gold)
     if gold is None:
         gold = "Not answerable"
     if eval_pred and isinstance(value, str):
-        try:
-            evaluated = safe_eval(value)
-            value = list(evaluated) if isinstance(evaluated, set) else evaluated
-        except EvalFailed:
-            pass
+        value = eval_concise_answer(value)
     score = longdocurl_score(value, gold, fmt)
     ok = score >= min_score
     return Verdict(ok, f"longdocurl {fmt}: score {score:.4g}{'' if ok else f' < {min_score:g}'}")
