@@ -131,10 +131,11 @@ def _judge(line: int, record_id: Any, data: Mapping[str, Any], prediction: _Pred
 
 
 def _plain(value: Any) -> Value:
-    """The pred as a result value: plain data as it is, anything else (a dict from eval) as its text."""
+    """The pred as a result value: plain data as it is, a tuple as the list JSON makes it, anything else
+    (a dict from eval) as its text."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     return repr(value)
 
@@ -230,7 +231,8 @@ _NOT_ANSWERABLE = re.compile(
     r"\b(?:not answerable|unanswerable|(?:can ?not|can't|could not|couldn't) be (?:answered|determined|found)"
     r"|(?:does|do|did) not (?:contain|mention|provide|specify|include|say|state|show|indicate|give|list|have)"
     r"|(?:doesn't|don't|didn't) (?:contain|mention|provide|specify|include|say|state|show|indicate|give|list|have)"
-    r"|no (?:information|mention|data|details)"
+    r"|(?:can ?not|can't|could not|couldn't|unable to) (?:find|locate|determine)"
+    r"|no (?:information|mention|data|details)|there (?:is|are) no"
     r"|not (?:mentioned|provided|specified|stated|available|given|included|found|shown|listed))\b",
     re.IGNORECASE,
 )
@@ -239,7 +241,7 @@ _GUESS = re.compile(r"\b(?:possibly|perhaps|probably|maybe)\b[,:]?\s+(?:the\s+)?
 _ANSWER_MARKER = re.compile(
     r"\b(?:is|are|was|were)\b(?:\s+(?:approximately|about|around|roughly|as follows))?\s*:?\s+", re.IGNORECASE
 )
-_QUOTED = re.compile(r"[\"“]([^\"”\n]+)[\"”]")
+_QUOTED = re.compile(r"\s*[\"“]([^\"”\n]+)[\"”]")  # a quoted answer: the quotes open its span
 _ABBREVIATION_CUT = re.compile(r"\b(?:[A-Za-z]\.)+[A-Za-z]$")  # "8:30 a.m" lost its own period
 _REFERENCE = re.compile(
     r"\b(?:pages?|pp?\.|tables?|figures?|figs?\.|chapters?|sections?|appendix|appendices|slides?|images?|steps?"
@@ -289,7 +291,7 @@ def _span(text: str) -> str:
     response, without its sentence's final period (an abbreviation's own period is kept)."""
     marker = _ANSWER_MARKER.search(text)
     rest = text[marker.end() :] if marker is not None else text
-    quoted = _QUOTED.search(rest)
+    quoted = _QUOTED.match(rest)
     if quoted is not None:
         return quoted.group(1).strip()
     span = rest.strip().split("\n", 1)[0].strip().strip("*").strip()
@@ -324,22 +326,42 @@ def _items_start(text: str) -> int:
 def _number(text: str, question: str, *, integer: bool) -> str | None:
     """The number that answers: not a page, table or figure reference, a list's enumerator, a
     parenthesised note or a number the question itself states; the one before the noun a "how
-    many" question counts, else the first after "is"/"are", else the first. Integers may be words."""
-    found = [(start, end, parsed) for start, end, parsed in find_numbers(text) if not _is_reference(text, start, end)]
+    many" question counts ("five criteria" too), else the first after "is"/"are", else the first;
+    an Integer written as a word only where no digits answer."""
+    found = [
+        _Candidate(start, end, parsed.value, parsed.percent)
+        for start, end, parsed in find_numbers(text)
+        if not _is_reference(text, start, end)
+    ]
     stated = {parsed.value for _, _, parsed in find_numbers(question)}
-    candidates = [c for c in found if c[2].value not in stated] or found
-    if not candidates:
-        word = _NUMBER_WORD.search(text) if integer else None
-        return str(_NUMBER_WORDS[word.group(1).lower()]) if word is not None else None
+    digits = [c for c in found if c.value not in stated] or found
+    words = [_Candidate(m.start(), m.end(), _NUMBER_WORDS[m.group(1).lower()]) for m in _NUMBER_WORD.finditer(text)]
     counted = _HOW_MANY.search(question)
-    chosen = next((c for c in candidates if counted and _counts(text, c[1], counted.group(1))), None)
-    if chosen is None:
-        marker = _ANSWER_MARKER.search(text)
-        after = [c for c in candidates if marker is not None and c[0] >= marker.end()]
-        chosen = (after or candidates)[0]
-    value = chosen[2].value
-    written = str(int(value)) if integer and float(value).is_integer() else repr(value)
-    return written + ("%" if chosen[2].percent else "")
+    if counted is not None:
+        for candidate in sorted(digits + (words if integer else []), key=lambda c: c.start):
+            if _counts(text, candidate.end, counted.group(1)):
+                return _written(candidate, integer)
+    candidates = digits or (words if integer else [])
+    if not candidates:
+        return None
+    marker = _ANSWER_MARKER.search(text)
+    after = [c for c in candidates if marker is not None and c.start >= marker.end()]
+    return _written((after or candidates)[0], integer)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    start: int
+    end: int
+    value: int | float
+    percent: bool = False
+
+
+def _written(candidate: _Candidate, integer: bool) -> str:
+    """The number as GPT-4o writes a concise answer: no thousands commas, an Integer as digits, % kept."""
+    value = candidate.value
+    text = str(int(value)) if integer and float(value).is_integer() else repr(value)
+    return text + ("%" if candidate.percent else "")
 
 
 def _is_reference(text: str, start: int, end: int) -> bool:
