@@ -17,7 +17,7 @@ import pytest
 
 from potrun.benchmarks.longdocurl import DATASET_SIZE, extract_concise_answer
 from potrun.cli import EXIT_OK, main
-from potrun.comparators.longdocurl import FAIL_TO_EXTRACT, eval_concise_answer, record_score
+from potrun.comparators.longdocurl import FAIL_TO_EXTRACT, eval_concise_answer, longdocurl_score, record_score
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks" / "longdocurl" / "sample.jsonl"
 EXTRA = Path(__file__).parent / "data" / "benchmarks" / "longdocurl_extra.jsonl"
@@ -51,7 +51,9 @@ def _check(tmp_path: Path, records: list[dict[str, Any]]) -> tuple[list[dict[str
     preds.parent.mkdir()
     preds.write_text("".join(json.dumps(record) + "\n" for record in records))
     out, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"
-    code = main(["check", str(preds), "--benchmark", "longdocurl", "--out", str(out), "--summary-json", str(summary), "--quiet"])
+    code = main(
+        ["check", str(preds), "--benchmark", "longdocurl", "--out", str(out), "--summary-json", str(summary), "--quiet"]
+    )
     assert code == EXIT_OK
     return [json.loads(line) for line in out.read_text().splitlines()], json.loads(summary.read_text())
 
@@ -76,7 +78,8 @@ def test_without_pred_the_extracted_answer_gets_the_official_verdict(case_set: s
     lines, _ = _check(tmp_path, [_without_pred(case["record"]) for case in cases])
     assert all(line["extraction"] not in ("pred", "concise_answer") for line in lines)
     disagree = [
-        (case["kind"], line["answer_text"]) for case, line in zip(cases, lines, strict=True)
+        (case["kind"], line["answer_text"])
+        for case, line in zip(cases, lines, strict=True)
         if line["correct"] is not (case["official"] == 1)
     ]
     assert disagree == []
@@ -131,22 +134,56 @@ def test_the_pipelines_eval_step() -> None:
 QUESTION = "What is it?"
 EXTRACTIONS = [
     # (response, question, answer_format, how, concise answer)
-    ("Chapter 3 contains 7 tables, from Table 3.1 to Table 3.7.", "How many tables are in Chapter 3?", "Integer", "number", "7"),
-    ("The trial enrolled 1,204 patients across 15 sites.", "How many patients were enrolled?", "Integer", "number", "1204"),
+    (
+        "Chapter 3 contains 7 tables, from Table 3.1 to Table 3.7.",
+        "How many tables are in Chapter 3?",
+        "Integer",
+        "number",
+        "7",
+    ),
+    (
+        "The trial enrolled 1,204 patients across 15 sites.",
+        "How many patients were enrolled?",
+        "Integer",
+        "number",
+        "1204",
+    ),
     ("The trial enrolled 1,204 patients across 15 sites.", "How many sites took part?", "Integer", "number", "15"),
-    ("Between pages 20 and 30 there are 4 figures (Figures 2.1-2.4).", "How many figures appear between pages 20 and 30?",
-     "Integer", "number", "4"),
-    ("There are five criteria:\n1. Flavor - 30 points\n2. Texture - 25 points", "How many criteria are there?",
-     "Integer", "number", "5"),
+    (
+        "Between pages 20 and 30 there are 4 figures (Figures 2.1-2.4).",
+        "How many figures appear between pages 20 and 30?",
+        "Integer",
+        "number",
+        "4",
+    ),
+    (
+        "There are five criteria:\n1. Flavor - 30 points\n2. Texture - 25 points",
+        "How many criteria are there?",
+        "Integer",
+        "number",
+        "5",
+    ),
     ("According to the table on page 31, the value is 18.75%.", QUESTION, "Float", "number", "18.75%"),
     ("It is 0.0082 as a fraction.", QUESTION, "Float", "number", "0.0082"),
     ("The value is approximately 616.07.", QUESTION, "Float", "number", "616.07"),
     ('The answer is "8:30 a.m.".', QUESTION, "String", "text", "8:30 a.m."),
     ("It is 8:30 A.M..", QUESTION, "String", "text", "8:30 A.M."),
     ("It is 8:30 a.m.", QUESTION, "String", "text", "8:30 a.m."),
-    ("The relevant item is Industrial Sensors (see page 12).", QUESTION, "String", "text", "Industrial Sensors (see page 12)"),
+    (
+        "The relevant item is Industrial Sensors (see page 12).",
+        QUESTION,
+        "String",
+        "text",
+        "Industrial Sensors (see page 12)",
+    ),
     ("The document does not say; possibly the Annual Overview.", QUESTION, "String", "text", "Annual Overview"),
-    ("The items are: United States; China; Germany.", QUESTION, "List", "list", "['United States', 'China', 'Germany']"),
+    (
+        "The items are: United States; China; Germany.",
+        QUESTION,
+        "List",
+        "list",
+        "['United States', 'China', 'Germany']",
+    ),
     ("The items are: 2015, 2018, 2020.", QUESTION, "List", "list", "['2015', '2018', '2020']"),
     ("The regions are:\n- North\n- South", QUESTION, "List", "list", "['North', 'South']"),
     ("The document does not contain this information.", QUESTION, "None", "not_answerable", "Not answerable"),
@@ -161,3 +198,40 @@ def test_extraction_gives_what_the_prompt_asks_gpt4o_for(
     response: str, question: str, answer_format: str, how: str, concise: str
 ) -> None:
     assert extract_concise_answer(response, question, answer_format) == (how, concise)
+
+
+def test_strict_reads_split_numbers_and_unit_words_as_potrun_does(tmp_path: Path) -> None:
+    """The official rstrip("m") makes the gold "Belgium" "belgiu"; eval split "1,204" into (1, 204)."""
+    kinds = {"str_paren_suffix", "int_commas_in_concise", "float_commas", "str_unit_suffix_quirk", "int_correct"}
+    cases = [case for path in CASE_SETS.values() for case in _cases(path) if case["kind"] in kinds]
+    preds = tmp_path / "results.jsonl"
+    preds.write_text("".join(json.dumps(case["record"]) + "\n" for case in cases))
+    out, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"
+    argv = [
+        "check",
+        str(preds),
+        "--benchmark",
+        "longdocurl",
+        "--strict",
+        "--out",
+        str(out),
+        "--summary-json",
+        str(summary),
+    ]
+    assert main([*argv, "--quiet"]) == EXIT_OK
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["fields"]["official_score"] for line in lines] == pytest.approx([case["official"] for case in cases])
+    differ = [case["kind"] for case, line in zip(cases, lines, strict=True) if line["score"] != case["official"]]
+    assert sorted(differ) == ["float_commas", "int_commas_in_concise", "str_paren_suffix", "str_unit_suffix_quirk"]
+    assert all(line["score"] == 1.0 for line in lines if line["score"] != line["fields"]["official_score"])
+    metrics = json.loads(summary.read_text())["metrics"]
+    assert metrics["differs_from_official"] == {"scores": 4, "verdicts": 4}
+    assert metrics["official_mean_score"] == pytest.approx(sum(case["official"] for case in cases) / len(cases))
+
+
+def test_strict_scores_unit_words_as_words() -> None:
+    assert longdocurl_score("Belgium (page 2)", "Belgium", "String") < 1.0  # official: the gold is "belgiu"
+    assert longdocurl_score("Belgium (page 2)", "Belgium", "String", strict=True) == 1.0
+    assert longdocurl_score("5 kg", 5, "Integer", strict=True) == 1.0
+    assert longdocurl_score("5kg", 5, "Integer", strict=True) == 1.0
+    assert longdocurl_score("Film", "film", "String", strict=True) == 1.0

@@ -19,6 +19,12 @@ are the official ones: the mean score ("Avg. acc"), the mean over the full bench
 breakdowns (task, element type, evidence pages, cross-element, fine-grained), each a mean over the
 file's records in the group (the official script divides by the full benchmark's group sizes), plus
 the mean per answer format.
+
+`--strict` scores with potrun's reading where the official code misreads the answer: a unit word is
+stripped only as a word, after the parentheses (the official character-set rstrip makes the gold
+"Belgium" "belgiu", so "Belgium (see page 12)" loses credit), and a number that eval() split at its
+thousands commas ("1,204" -> (1, 204)) is joined again; the metrics then add the official mean and
+how many records' scores and verdicts differ from the official ones.
 """
 
 from __future__ import annotations
@@ -73,7 +79,7 @@ class LongDocURLRun:
         prediction = _prediction(data)
         if prediction is None:
             return bad_record(item.line, "no field 'pred', 'concise_answer' or 'detailed_response' (text)", record_id)
-        return judged_without_programs(lambda: _judge(item.line, record_id, data, prediction))
+        return judged_without_programs(lambda: _judge(item.line, record_id, data, prediction, strict=self.strict))
 
     def metrics(self, results: Sequence[RecordResult]) -> dict[str, Any]:
         scored = [r for r in results if r.score is not None and r.fields is not None]
@@ -86,6 +92,7 @@ class LongDocURLRun:
             "f1": _f1(scored),
             "by_answer_format": _group_means(((r.fields["answer_format"],), r.score) for r in scored if r.fields),
             **_fine_grained(scored),
+            **(_differences(scored) if self.strict else {}),
         }
 
 
@@ -114,8 +121,15 @@ def _prediction(data: Mapping[str, Any]) -> _Prediction | None:
     return _Prediction(eval_concise_answer(text), how, text)
 
 
-def _judge(line: int, record_id: Any, data: Mapping[str, Any], prediction: _Prediction) -> RecordResult:
-    score = record_score(prediction.pred, data["answer"], data["answer_format"])
+def _judge(
+    line: int, record_id: Any, data: Mapping[str, Any], prediction: _Prediction, *, strict: bool
+) -> RecordResult:
+    answer, answer_format = data["answer"], data["answer_format"]
+    score = official = record_score(prediction.pred, answer, answer_format)
+    fields = _fields(data)
+    if strict:
+        score = record_score(_number_eval_split(prediction.pred, answer_format), answer, answer_format, strict=True)
+        fields["official_score"] = official
     return verdict(
         line,
         record_id,
@@ -126,8 +140,24 @@ def _judge(line: int, record_id: Any, data: Mapping[str, Any], prediction: _Pred
         mode="cot",
         extraction=prediction.how,
         answer_text=prediction.text,
-        fields=_fields(data),
+        fields=fields,
     )
+
+
+def _number_eval_split(pred: Any, answer_format: str) -> Any:
+    """--strict: the number eval() split at its thousands commas ("1,204" -> (1, 204), stored as [1, 204]),
+    joined again for an Integer or Float answer; any other pred as it is."""
+    if answer_format not in ("Integer", "Float") or not isinstance(pred, (list, tuple)) or len(pred) < 2:
+        return pred
+    *groups, last = pred
+    is_group = all(type(g) is int and 0 <= g <= 999 for g in groups) and groups[0] > 0
+    if not is_group or type(last) not in (int, float) or not 0 <= last < 1000:
+        return pred
+    whole, _, fraction = repr(last).partition(".")
+    text = (
+        str(groups[0]) + "".join(f"{g:03d}" for g in groups[1:]) + whole.zfill(3) + ("." + fraction if fraction else "")
+    )
+    return float(text) if fraction else int(text)
 
 
 def _plain(value: Any) -> Value:
@@ -163,6 +193,18 @@ def _as_list(value: Any) -> list[Any]:
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def _differences(results: Sequence[RecordResult]) -> dict[str, Any]:
+    """--strict: how many records potrun's rules score otherwise than the official code, and its mean."""
+    official = [r.fields["official_score"] for r in results if r.fields is not None]
+    return {
+        "official_mean_score": _mean(official),
+        "differs_from_official": {
+            "scores": sum(r.score != o for r, o in zip(results, official, strict=True)),
+            "verdicts": sum(r.correct is not (o == 1.0) for r, o in zip(results, official, strict=True)),
+        },
+    }
 
 
 def _f1(results: Sequence[RecordResult]) -> float:
@@ -252,13 +294,12 @@ _ENUMERATOR = re.compile(r"(?:^|\n)[ \t]*$")
 _HOW_MANY = re.compile(r"\bhow many\s+([A-Za-z]+)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z]+")
 _BULLET = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(.+?)\s*$", re.MULTILINE)
-_NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
-} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_NUMBER_WORDS = {  # what GPT-4o writes as digits ("There are five judging criteria" -> 5, the repo's own record)
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
