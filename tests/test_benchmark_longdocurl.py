@@ -131,73 +131,43 @@ def test_the_pipelines_eval_step() -> None:
     assert record_score(FAIL_TO_EXTRACT, FAIL_TO_EXTRACT, "String") == 0.0  # even where it would match
 
 
-QUESTION = "What is it?"
-EXTRACTIONS = [
-    # (response, question, answer_format, how, concise answer)
-    (
-        "Chapter 3 contains 7 tables, from Table 3.1 to Table 3.7.",
-        "How many tables are in Chapter 3?",
-        "Integer",
-        "number",
-        "7",
-    ),
-    (
-        "The trial enrolled 1,204 patients across 15 sites.",
-        "How many patients were enrolled?",
-        "Integer",
-        "number",
-        "1204",
-    ),
-    ("The trial enrolled 1,204 patients across 15 sites.", "How many sites took part?", "Integer", "number", "15"),
-    (
-        "Between pages 20 and 30 there are 4 figures (Figures 2.1-2.4).",
-        "How many figures appear between pages 20 and 30?",
-        "Integer",
-        "number",
-        "4",
-    ),
-    (
-        "There are five criteria:\n1. Flavor - 30 points\n2. Texture - 25 points",
-        "How many criteria are there?",
-        "Integer",
-        "number",
-        "5",
-    ),
-    ("According to the table on page 31, the value is 18.75%.", QUESTION, "Float", "number", "18.75%"),
-    ("It is 0.0082 as a fraction.", QUESTION, "Float", "number", "0.0082"),
-    ("The value is approximately 616.07.", QUESTION, "Float", "number", "616.07"),
-    ('The answer is "8:30 a.m.".', QUESTION, "String", "text", "8:30 a.m."),
-    ("It is 8:30 A.M..", QUESTION, "String", "text", "8:30 A.M."),
-    ("It is 8:30 a.m.", QUESTION, "String", "text", "8:30 a.m."),
-    (
-        "The relevant item is Industrial Sensors (see page 12).",
-        QUESTION,
-        "String",
-        "text",
-        "Industrial Sensors (see page 12)",
-    ),
-    ("The document does not say; possibly the Annual Overview.", QUESTION, "String", "text", "Annual Overview"),
-    (
-        "The items are: United States; China; Germany.",
-        QUESTION,
-        "List",
-        "list",
-        "['United States', 'China', 'Germany']",
-    ),
-    ("The items are: 2015, 2018, 2020.", QUESTION, "List", "list", "['2015', '2018', '2020']"),
-    ("The regions are:\n- North\n- South", QUESTION, "List", "list", "['North', 'South']"),
-    ("The document does not contain this information.", QUESTION, "None", "not_answerable", "Not answerable"),
-    ("This cannot be answered from the document.", QUESTION, "Integer", "not_answerable", "Not answerable"),
-    ("The image is too small to read.", QUESTION, "None", "fail_to_answer", "Fail to answer"),
-    ("It is 12.5%.", QUESTION, "None", "text", "12.5%"),
+Q = "What is it?"
+FIGURES = "How many figures appear between pages 20 and 30?"
+CRITERIA = "How many criteria are there?"
+EXTRACTIONS = [  # (response, question, answer_format, the concise answer)
+    ("Chapter 3 contains 7 tables, from Table 3.1 to Table 3.7.", "How many tables are in Chapter 3?", "Integer", "7"),
+    ("The trial enrolled 1,204 patients across 15 sites.", "How many patients were enrolled?", "Integer", "1204"),
+    ("The trial enrolled 1,204 patients across 15 sites.", "How many sites took part?", "Integer", "15"),
+    ("Between pages 20 and 30 there are 4 figures (Figures 2.1-2.4).", FIGURES, "Integer", "4"),
+    ("There are five criteria:\n1. Flavor - 30 points\n2. Texture - 25 points", CRITERIA, "Integer", "5"),
+    ("According to the table on page 31, the value is 18.75%.", Q, "Float", "18.75%"),
+    ("It is 0.0082 as a fraction.", Q, "Float", "0.0082"),
+    ("The value is approximately 616.07.", Q, "Float", "616.07"),
+    ('The answer is "8:30 a.m.".', Q, "String", "8:30 a.m."),
+    ("It is 8:30 A.M..", Q, "String", "8:30 A.M."),
+    ("It is 8:30 a.m.", Q, "String", "8:30 a.m."),
+    ("The relevant item is Industrial Sensors (see page 12).", Q, "String", "Industrial Sensors (see page 12)"),
+    ("The document does not say; possibly the Annual Overview.", Q, "String", "Annual Overview"),
+    ("The items are: United States; China; Germany.", Q, "List", "['United States', 'China', 'Germany']"),
+    ("The items are: 2015, 2018, 2020.", Q, "List", "['2015', '2018', '2020']"),
+    ("The regions are:\n- North\n- South", Q, "List", "['North', 'South']"),
+    ("The document does not contain this information.", Q, "None", "Not answerable"),
+    ("This cannot be answered from the document.", Q, "Integer", "Not answerable"),
+    ("The image is too small to read.", Q, "None", "Fail to answer"),
+    ("It is 12.5%.", Q, "None", "12.5%"),
 ]
 
 
-@pytest.mark.parametrize(("response", "question", "answer_format", "how", "concise"), EXTRACTIONS)
+@pytest.mark.parametrize(("response", "question", "answer_format", "concise"), EXTRACTIONS)
 def test_extraction_gives_what_the_prompt_asks_gpt4o_for(
-    response: str, question: str, answer_format: str, how: str, concise: str
+    response: str, question: str, answer_format: str, concise: str
 ) -> None:
-    assert extract_concise_answer(response, question, answer_format) == (how, concise)
+    assert extract_concise_answer(response, question, answer_format)[1] == concise
+
+
+def test_extraction_names_the_rule_that_read_the_response() -> None:
+    hows = [extract_concise_answer(response, question, fmt)[0] for response, question, fmt, _ in EXTRACTIONS]
+    assert hows == ["number"] * 8 + ["text"] * 5 + ["list"] * 3 + ["not_answerable"] * 2 + ["fail_to_answer", "text"]
 
 
 def test_strict_reads_split_numbers_and_unit_words_as_potrun_does(tmp_path: Path) -> None:

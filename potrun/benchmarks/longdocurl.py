@@ -61,25 +61,15 @@ LOCATING_KINDS = {  # calculate_metrics_fine_grained.py: Locating questions by q
 class LongDocURLRun:
     """The rules for one LongDocURL results file (the path says nothing: every record names its format)."""
 
-    strict: bool = False
     name: str = "longdocurl"
+    strict: bool = False
 
     def plan(self, item: Record | BadRecord) -> Plan:
         bad = unreadable(item)
         if bad is not None:
             return bad
         assert isinstance(item, Record)
-        data = item.data
-        record_id = data.get("question_id", item.line)
-        for name in ("answer", "answer_format"):
-            if name not in data:
-                return bad_record(item.line, f"no field {name!r}", record_id)
-        if not isinstance(data["answer_format"], str):
-            return bad_record(item.line, "field 'answer_format' must be a string", record_id)
-        prediction = _prediction(data)
-        if prediction is None:
-            return bad_record(item.line, "no field 'pred', 'concise_answer' or 'detailed_response' (text)", record_id)
-        return judged_without_programs(lambda: _judge(item.line, record_id, data, prediction, strict=self.strict))
+        return _plan_record(item, self.strict)
 
     def metrics(self, results: Sequence[RecordResult]) -> dict[str, Any]:
         scored = [r for r in results if r.score is not None and r.fields is not None]
@@ -98,7 +88,22 @@ class LongDocURLRun:
 
 def for_file(path: str, strict: bool = False) -> LongDocURLRun:
     """The rules for a LongDocURL results file: the same for every file."""
-    return LongDocURLRun(strict)
+    return LongDocURLRun(strict=strict)
+
+
+def _plan_record(item: Record, strict: bool) -> Plan:
+    """A readable record's plan: judged on its pred, concise answer or response; a missing field, a bad_record."""
+    data = item.data
+    record_id = data.get("question_id", item.line)
+    for name in ("answer", "answer_format"):
+        if name not in data:
+            return bad_record(item.line, f"no field {name!r}", record_id)
+    if not isinstance(data["answer_format"], str):
+        return bad_record(item.line, "field 'answer_format' must be a string", record_id)
+    prediction = _prediction(data)
+    if prediction is None:
+        return bad_record(item.line, "no field 'pred', 'concise_answer' or 'detailed_response' (text)", record_id)
+    return judged_without_programs(lambda: _judge(item.line, record_id, data, prediction, strict=strict))
 
 
 @dataclass(frozen=True, slots=True)
