@@ -295,7 +295,7 @@ _REFERENCE = re.compile(
     r"|lines?|no\.|items?)\s*$",
     re.IGNORECASE,
 )
-_ENUMERATOR = re.compile(r"(?:^|\n)[ \t]*$")
+_REFERENCE_REACH = 16  # the reference word stands right before its number
 _HOW_MANY = re.compile(r"\bhow many\s+([A-Za-z]+)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z]+")
 _BULLET = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(.+?)\s*$", re.MULTILINE)
@@ -412,9 +412,10 @@ def _written(candidate: _Candidate, integer: bool) -> str:
 
 def _is_reference(text: str, start: int, end: int) -> bool:
     before = text[:start]
-    if _REFERENCE.search(before) or before.count("(") > before.count(")"):
+    if _REFERENCE.search(before[-_REFERENCE_REACH:]) or before.count("(") > before.count(")"):
         return True
-    return bool(_ENUMERATOR.search(before)) and text[end : end + 1] in (".", ")") and text[end + 1 : end + 2] in " \t"
+    opens_line = not before[before.rfind("\n") + 1 :].strip()
+    return opens_line and text[end : end + 1] in (".", ")") and text[end + 1 : end + 2] in " \t"  # "1. Flavor"
 
 
 def _counts(text: str, end: int, noun: str) -> bool:
