@@ -17,7 +17,9 @@ from potrun.pipeline import BenchmarkRun
 from potrun.types import UsageError
 
 # name -> module (imported when chosen: a benchmark's rules may need an extra)
-BENCHMARKS: dict[str, str] = {}
+BENCHMARKS: dict[str, str] = {
+    "longdocurl": "potrun.benchmarks.longdocurl",
+}
 
 
 class BenchmarkModule(Protocol):

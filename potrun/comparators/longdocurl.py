@@ -1,14 +1,17 @@
 """Preset "longdocurl": LongDocURL `utils/utils_score_v3.eval_score` with its Integer/Float/String/List/None
 formats, after the `eval()` its pipeline applies to the extracted answer (`safe_eval` stands in).
 
-`longdocurl_score` gives the peer's score in [0, 1]; `_judge_longdocurl` the verdict, and names the
-leniencies. Text is scored by ANLS on the Levenshtein distance (`_levenshtein`, used by nothing else).
+`longdocurl_score` gives the peer's score in [0, 1], `record_score` the score `calculate_metrics.py`
+gives a record ("Fail to extract" scores 0), `eval_concise_answer` the pipeline's `eval()` of the
+extracted answer; `_judge_longdocurl` the verdict, and names the leniencies. Text is scored by ANLS on
+the Levenshtein distance (`_levenshtein`, used by nothing else).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -18,7 +21,10 @@ from potrun.comparators.preset import Preset
 from potrun.comparators.safe_eval import EvalFailed, safe_eval
 from potrun.types import Verdict
 
-__all__ = ["PRESET", "longdocurl_score"]
+__all__ = ["FAIL_TO_EXTRACT", "PRESET", "eval_concise_answer", "longdocurl_score", "record_score"]
+
+# The pred eval_per_record writes when GPT-4o's reply lacks the <concise_answer> tags: it scores 0.
+FAIL_TO_EXTRACT = "Fail to extract"
 
 _SUFFIXES = (
     "kg",
@@ -33,6 +39,7 @@ _SUFFIXES = (
     "thousand",
     "billion",
 )
+_UNIT_WORD = re.compile(r"(?:(?<=\d)|\s)(?:" + "|".join(_SUFFIXES) + r")$")
 _PARENS = re.compile(r"\s*\([^)]*\)")
 _QUOTES = re.compile(r"^['\"]|['\"]$")
 _INT_COMMAS = re.compile(r"\d+,\s*\d+", re.DOTALL)
@@ -44,12 +51,18 @@ _EXACT = (
 )
 
 
-def _clean(x: Any) -> str:
-    """get_clean_string: lower, drop commas, character-set rstrip of unit words, drop (...), $ £ %."""
+def _clean(x: Any, strict: bool = False) -> str:
+    """get_clean_string: lower, drop commas, character-set rstrip of unit words, drop (...), $ £ %.
+
+    `strict` drops the parentheses first and a unit word only as a word of its own: the peer's
+    character-set rstrip turns the gold "Belgium" into "belgiu" while "Belgium (page 2)" keeps its m."""
     s = str(x).lower().strip().replace(",", "")
-    for suffix in _SUFFIXES:
-        if s.endswith(suffix):
-            s = s.rstrip(suffix).strip()  # a character-set strip, as in the peer
+    if strict:
+        s = _UNIT_WORD.sub("", _PARENS.sub("", s).strip()).strip()
+    else:
+        for suffix in _SUFFIXES:
+            if s.endswith(suffix):
+                s = s.rstrip(suffix).strip()  # a character-set strip, as in the peer
     s = _PARENS.sub("", s).strip()
     s = _QUOTES.sub("", s).strip()
     s = s.strip().lstrip("$").strip()
@@ -123,23 +136,25 @@ def _eval_if_list(x: Any) -> Any:
     return x
 
 
-def longdocurl_score(value: Any, gold: Any, answer_format: str) -> float:
-    """LongDocURL `eval_score(gt, pred, answer_type)` (utils/utils_score_v3.py): a score in [0, 1]."""
+def longdocurl_score(value: Any, gold: Any, answer_format: str, *, strict: bool = False) -> float:
+    """LongDocURL `eval_score(gt, pred, answer_type)` (utils/utils_score_v3.py): a score in [0, 1].
+    `strict` strips unit words as words (`_clean`), not as the peer's character sets."""
     gt, pred = gold, value
+    clean = partial(_clean, strict=strict)
     if answer_format == "Integer":
         try:
-            gt = _join_int_commas(_clean(str(gt)))
+            gt = _join_int_commas(clean(str(gt)))
             gt = int(gt)
         except Exception:
             pass
         try:
-            pred = int(_join_int_commas(_clean(str(pred))))
+            pred = int(_join_int_commas(clean(str(pred))))
         except Exception:
             pred = ""
         return float(gt == pred)
     if answer_format == "Float":
-        gt = _join_int_commas(_clean(str(gt)))
-        pred = _join_int_commas(_clean(str(pred)))
+        gt = _join_int_commas(clean(str(gt)))
+        pred = _join_int_commas(clean(str(pred)))
         try:
             gt = float(gt)
         except Exception:
@@ -153,7 +168,7 @@ def longdocurl_score(value: Any, gold: Any, answer_format: str) -> float:
         except Exception:
             return 0.0
     if answer_format in ("String", "None"):
-        gt, pred = _clean(gt), _clean(pred)
+        gt, pred = clean(gt), clean(pred)
         return float(gt == pred) if _is_exact_match(gt) else _anls(gt, pred)
     # List (and any other format name, as in the peer's else branch)
     gt, pred = _eval_if_list(gt), _eval_if_list(pred)
@@ -167,13 +182,27 @@ def longdocurl_score(value: Any, gold: Any, answer_format: str) -> float:
         gts = ["-".join(str(v) for v in d.values()) for d in gts]
     if isinstance(preds[0], dict):
         preds = ["-".join(str(v) for v in d.values()) for d in preds]
-    gts = [_clean(a) for a in gts]
-    preds = [_clean(a) for a in preds]
+    gts = [clean(a) for a in gts]
+    preds = [clean(a) for a in preds]
     if _isfloat(gts[0]) or _is_exact_match(gts[0]):
         return float("-".join(gts) == "-".join(preds))
     greedy = [max(_anls(g, p) for p in preds) for g in gts]
     too_many: float = min(1, len(gts) / len(preds)) ** 0.5  # a penalty for predicting extra items
     return sum(greedy) / len(gts) * too_many
+
+
+def record_score(pred: Any, answer: Any, answer_format: str, *, strict: bool = False) -> float:
+    """The score `utils/calculate_metrics.py` gives one record: 0 for "Fail to extract", else eval_score."""
+    return 0.0 if pred == FAIL_TO_EXTRACT else longdocurl_score(pred, answer, answer_format, strict=strict)
+
+
+def eval_concise_answer(text: str) -> Any:
+    """eval_per_record's `pred`: `eval(concise_answer)`, a set made a list, the text itself where eval raises."""
+    try:
+        evaluated = safe_eval(text)
+    except EvalFailed:
+        return text
+    return list(evaluated) if isinstance(evaluated, set) else evaluated
 
 
 def _isfloat(x: str) -> bool:
@@ -217,17 +246,13 @@ def _judge_longdocurl(
     is 250; parenthesised text is deleted, so "(1,234)" is empty; eval() turns "1,234" into the
     tuple (1, 234), which then scores 0; numeric lists are compared in order by "-".join.
     """
-    if eval_pred and value == "Fail to extract":
+    if eval_pred and value == FAIL_TO_EXTRACT:
         return Verdict(False, "longdocurl: extraction failed")
     fmt = answer_format or _infer_format(gold)
     if gold is None:
         gold = "Not answerable"
     if eval_pred and isinstance(value, str):
-        try:
-            evaluated = safe_eval(value)
-            value = list(evaluated) if isinstance(evaluated, set) else evaluated
-        except EvalFailed:
-            pass
+        value = eval_concise_answer(value)
     score = longdocurl_score(value, gold, fmt)
     ok = score >= min_score
     return Verdict(ok, f"longdocurl {fmt}: score {score:.4g}{'' if ok else f' < {min_score:g}'}")
