@@ -287,6 +287,8 @@ ELSEWHERE = {
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --workers 2": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --policy trusted --isolation fork": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --isolation fork": LONG,
+    "potrun check results.jsonl --benchmark longdocurl --out scored.jsonl --summary-json summary.json": "a placeholder; tests/test_benchmark_*.py run --benchmark on every benchmark's samples",
+    "potrun check FILE --benchmark NAME": PROSE,
     "potrun check preds.jsonl": "a placeholder for the user's file (the bundled example runs in .ci/check-wheel)",
     "potrun check PREDS --out FILE --resume": "a placeholder; resuming is tested in tests/test_durability.py",
     "python -s -P -m potrun.sandbox.worker": "the worker's command line: the pool starts it in every sandbox test",
