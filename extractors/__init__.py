@@ -5,6 +5,7 @@ Pure functions: no I/O, no timeouts, no processes; linear time on any input.
     extract_program(text) -> ExtractedProgram   the program to run (extractors/code.py)
     extract_answer(text)  -> ExtractedAnswer    a chain-of-thought final answer (extractors/answer.py)
     parse_number(text)    -> ParsedNumber|None  one number with its unit, scale, percent (numbers.py)
+    option_letters(text)  -> str|None           the option letters an answer names ("B、D" -> "BD")
     classify_output(text) -> "pot" | "cot"      for --mode auto
     response_text(query, prompt) -> str         the response in a chat-templated transcript (chat.py)
     strip_special_tokens(text) -> str           a response without the template's end tokens (chat.py)
@@ -16,6 +17,7 @@ from .answer import (
     HOW_ANSWER_IS,
     HOW_BOXED,
     HOW_CHOICE,
+    HOW_CHOSEN,
     HOW_FINAL_ANSWER,
     HOW_HASHES,
     HOW_LAST_NUMBER,
@@ -24,6 +26,7 @@ from .answer import (
     HOW_WHOLE,
     ExtractedAnswer,
     extract_answer,
+    option_letters,
 )
 from .chat import ASSISTANT_MARKERS, SPECIAL_TOKENS, response_text, strip_special_tokens
 from .code import (
@@ -51,6 +54,7 @@ __all__ = [
     "HOW_BARE",
     "HOW_BOXED",
     "HOW_CHOICE",
+    "HOW_CHOSEN",
     "HOW_FENCE",
     "HOW_FENCE_ENTRY",
     "HOW_FENCE_MERGED",
@@ -75,6 +79,7 @@ __all__ = [
     "extract_program",
     "find_numbers",
     "last_number",
+    "option_letters",
     "parse_number",
     "response_text",
     "strip_special_tokens",

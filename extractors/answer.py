@@ -9,6 +9,8 @@ Precedence (the first rule that finds an answer names `how`):
    `\\{ \\}` ignored) and the last "final answer is" / "Final Answer:"; whichever comes later in the
    text wins (a reasoning model that revises itself is judged on what it said last). A box inside the
    final-answer sentence is used as that sentence's answer.
+2b. Chinese markers, the last of them: 最终答案 ("final_answer"), 答案是 / 答案为 ("answer_is"), 答案：
+   ("answer_colon"), 故选 / 应选 / 因此选 / 所以选 ("chosen": "因此选BD"). "答案可能是" (a hedge) is none.
 3. "answer_is": the last "answer is" ("The answer is 42", "the answer is [2, 3, 4]").
 4. "hashes": the last "#### 42" (GSM8K's format; the last, not the first: lm-eval #3438).
 5. "answer_colon": the last "Answer:".
@@ -20,8 +22,10 @@ Precedence (the first rule that finds an answer names `how`):
 
 A marker's answer span is a `$…$`, `\\(…\\)`, `\\[…\\]` or `\\boxed{}` that starts it, or else the text up
 to the end of the sentence. The span's value is, in order: a number (ParsedNumber), an option letter
-("(B)", "B", "**B**"), a Python literal (tuples and lists become tuples), the last number in the span;
-else None with the text kept (an expression potrun does not evaluate).
+("(B)", "B", "**B**"; several for a multi-select answer: "BD", "B、D", "B项" -> "BD"), a Python
+literal (tuples and lists become tuples), the last number in the span; else None with the text kept
+(an expression potrun does not evaluate). A span ends at a sentence's end, Chinese punctuation
+(。，；！？) included.
 
 Everything is linear in the length of the text: markers are found with rfind/one regex pass, brace
 matching is one pass, literals are size-bounded.
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from dataclasses import dataclass
 
 from .numbers import ParsedNumber, last_number, parse_number
@@ -41,6 +46,7 @@ __all__ = [
     "HOW_ANSWER_IS",
     "HOW_BOXED",
     "HOW_CHOICE",
+    "HOW_CHOSEN",
     "HOW_FINAL_ANSWER",
     "HOW_HASHES",
     "HOW_LAST_NUMBER",
@@ -50,6 +56,7 @@ __all__ = [
     "MAX_LITERAL_CHARS",
     "ExtractedAnswer",
     "extract_answer",
+    "option_letters",
 ]
 
 HOW_WHOLE = "whole"
@@ -60,6 +67,7 @@ HOW_HASHES = "hashes"
 HOW_ANSWER_COLON = "answer_colon"
 HOW_LITERAL = "literal"
 HOW_CHOICE = "choice"
+HOW_CHOSEN = "chosen"
 HOW_LAST_NUMBER = "last_number"
 HOW_NO_ANSWER = "none"
 ANSWER_HOWS = frozenset(
@@ -72,6 +80,7 @@ ANSWER_HOWS = frozenset(
         HOW_ANSWER_COLON,
         HOW_LITERAL,
         HOW_CHOICE,
+        HOW_CHOSEN,
         HOW_LAST_NUMBER,
         HOW_NO_ANSWER,
     }
@@ -110,7 +119,19 @@ _ANSWER_IS = ("answer", re.compile(r"answer\s+is\b\s*:?"))
 _ANSWER_COLON = ("answer", re.compile(r"answer\s*:"))
 _STATE = ("state", re.compile(r"state\s*:"))
 _STATE_PREFIX = re.compile(r"(?:next|final|new)\s+$")
-_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+I hope\b|<\|")
+_SENTENCE_END = re.compile(r"\.(?=\s|$)|[\n。，；！？]|\s+I hope\b|<\|")
+# Chinese answer markers; each group names the rule it stands for. 答案 must be followed by a colon or
+# a copula: "答案可能是" hedges and is no marker.
+_ZH_MARKER = re.compile(
+    r"(?P<final_answer>最终答案)\s*(?:应该是|应为|是|为)?\s*[:：]?"
+    r"|(?P<answer_is>答案)\s*(?:应该是|应为|应是|是|为)\s*[:：]?"
+    r"|(?P<answer_colon>答案)\s*[:：]"
+    r"|(?P<chosen>(?:故|所以|因此|因而|应|则|即|答案)选(?:择)?)\s*[:：]?"
+)
+_OPTIONS = re.compile(
+    r"(?:选项)?\s*\(?(?P<one>[a-e])\)?\.?\s*"  # one letter may be lower case: "(b)"
+    r"|(?:选项)?\s*\(?(?P<many>[A-E](?:\s*[、,，和与及]?\s*[A-E])*)\)?\.?\s*(?:项|选项)?"
+)
 _LETTER = re.compile(r"\(?([A-Z])\)?\.?")
 _LEADING_OPTION = re.compile(
     r"\s*(?:\\(?:mathrm|text|textbf)\s*\{\s*)?(?:\*\*)?\(([A-Z])\\?\)"  # "(D)", "\mathrm{(D)\}"
@@ -136,7 +157,7 @@ def extract_answer(text: str) -> ExtractedAnswer:
     if whole is not None:
         return whole
     lower = _lower(body)
-    for rule in (_strong_marker, _answer_is, _hashes, _answer_colon, _state_literal, _leading_choice):
+    for rule in (_strong_marker, _chinese_marker, _answer_is, _hashes, _answer_colon, _state_literal, _leading_choice):
         found = rule(body, lower)
         if found is not None:
             return found
@@ -188,6 +209,16 @@ def _strong_marker(body: str, lower: str) -> ExtractedAnswer | None:
     if content is None:
         return None if final is None else _from_span(_span_after(body, final.end()), HOW_FINAL_ANSWER)
     return _from_span(content, HOW_BOXED)
+
+
+def _chinese_marker(body: str, lower: str) -> ExtractedAnswer | None:
+    """The last Chinese answer marker (one regex pass), named after the English rule it stands for."""
+    last = deque(_ZH_MARKER.finditer(body), maxlen=1)
+    if not last:
+        return None
+    how = {"final_answer": HOW_FINAL_ANSWER, "answer_is": HOW_ANSWER_IS, "answer_colon": HOW_ANSWER_COLON}
+    marker = last[0]
+    return _from_span(_span_after(body, marker.end()), how.get(marker.lastgroup or "", HOW_CHOSEN))
 
 
 def _answer_is(body: str, lower: str) -> ExtractedAnswer | None:
@@ -274,7 +305,7 @@ def _lower(text: str) -> str:
 def _span_after(text: str, pos: int) -> str:
     """The answer that starts at pos: a math span or box that opens there, else the sentence."""
     limit = min(len(text), pos + _MAX_SPAN_CHARS)
-    while pos < limit and text[pos] in " \t*:=":
+    while pos < limit and text[pos] in " \t*:=：":
         pos += 1
     for opener, closer in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$")):
         if text.startswith(opener, pos):
@@ -292,7 +323,7 @@ def _span_after(text: str, pos: int) -> str:
 
 
 def _from_span(span: str, how: str) -> ExtractedAnswer:
-    span = span.strip().rstrip(".,;").strip().strip("*").strip()  # markdown bold around the answer
+    span = span.strip().rstrip(".,;。，；").strip().strip("*").strip()  # markdown bold around the answer
     if not span:
         return ExtractedAnswer(None, None, how, False)
     inner = _last_box(span) if "\\boxed" in span or "\\fbox" in span else None
@@ -323,8 +354,24 @@ def _span_value(span: str) -> AnswerValue:
         found = last_number(span)
         if found is not None:
             return found[2]
+    letters = option_letters(unwrapped)
+    if letters is not None:  # "BD", "B、D", "B项"
+        return letters
     loose = _LOOSE_LETTER.match(unwrapped)
     return loose.group(1) if loose else None
+
+
+def option_letters(text: str) -> str | None:
+    """The option letters a text names, as one upper-case text, or None.
+
+    "B", "(b)", "B.", "B项", "选项B" -> "B"; a multi-select answer "BD", "B、D", "B, D", "B和D", "DB"
+    -> "BD" (sorted; a letter named twice is not an answer). Several letters are upper case only:
+    "bad" is a word."""
+    m = _OPTIONS.fullmatch(text.strip())
+    if m is None:
+        return None
+    letters = [c for c in (m.group("one") or m.group("many")).upper() if c.isalpha()]
+    return "".join(sorted(letters)) if len(set(letters)) == len(letters) else None
 
 
 def _assignment_rhs(span: str) -> ParsedNumber | None:

@@ -22,9 +22,14 @@ Decisions (peers disagree; see tests/test_numbers.py):
   "2,50" -> 2.5, "1000,99" -> 1000.99, "0,111" -> 0.111; but not inside parentheses, where
   "(1,2)" is a pair. Mixed or ragged commas ("3,5,7", "1,234,56", "1,234,5") are not a number: None.
 - Scale words (thousand, million, billion, trillion, lakh, crore, plurals, any case) and the
-  unambiguous abbreviations mn/mln/MM/bn/bln/tn/k always count. The single letters K, m/M, b/B, t/T
+  unambiguous abbreviations mn/mln/MM/bn/bln/tn/k always count. So do the Chinese scales, written
+  with or without a space: 千 (thousand), 万 (1e4), 百万 (million), 千万 (1e7), 亿 (1e8), 十亿 (billion),
+  万亿 (trillion); "13.08亿元" is 13.08 with the scale 亿 and the unit 元. 千 before a unit of measure
+  (千克, 千米, 千瓦...) is that unit's prefix, not a scale. The single letters K, m/M, b/B, t/T
   count only after a currency ("$5m", "€3B"): "5 m" is five metres, "300 K" is 300 kelvin.
-- Percent: `%`, `\\%`, "percent", "per cent", "pct", "percentage point(s)".
+- Percent: `%`, `\\%`, "percent", "per cent", "pct", "percentage point(s)", 个百分点.
+- Full-width forms (１２３．５％, ＋, －) read as their ASCII letters; the full-width comma "，" does not:
+  in Chinese prose it separates clauses ("由30，20" is not 30.2).
 - `unit` is the trailing unit text ("42 dollars" -> "dollars", "4kHz" -> "kHz") or else the currency
   symbol or code ("$42" -> "$"). A trailing text that holds a digit, starts with an operator or
   backslash, or is a lone variable (x, n, i, e, pi) makes the whole text not a number.
@@ -54,6 +59,18 @@ SCALES: dict[str, float] = {
     "crore": 1e7,
     "billion": 1e9,
     "trillion": 1e12,
+    "万": 1e4,
+    "千万": 1e7,
+    "亿": 1e8,
+}
+_CJK_SCALES = {  # as written -> canonical name (an English word where there is one)
+    "万亿": "trillion",
+    "十亿": "billion",
+    "千万": "千万",
+    "百万": "million",
+    "亿": "亿",
+    "万": "万",
+    "千": "thousand",
 }
 _ABBREVIATIONS = {
     "k": "thousand",
@@ -66,6 +83,15 @@ _ABBREVIATIONS = {
     "tn": "trillion",
 }
 _LETTERS_AFTER_CURRENCY = {"k": "thousand", "m": "million", "b": "billion", "t": "trillion"}
+
+
+# Full-width ASCII forms (U+FF01..U+FF5E) to ASCII, one character for one, so positions in a text
+# carry over; not the full-width comma, a clause separator in Chinese prose.
+_FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if c != ord("\uff0c")} | {0x3000: ord(" ")}
+
+
+def _half_width(text: str) -> str:
+    return text.translate(_FULL_WIDTH) if any("\uff01" <= c <= "\uff5e" or c == "\u3000" for c in text) else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +178,7 @@ def _strip_wrappers(s: str) -> str:
 
 
 def _normalize(text: str) -> str:
-    s = text
+    s = _half_width(text)
     for old, new in _PLAIN_SUBS:
         if old in s:
             s = s.replace(old, new)
@@ -190,11 +216,14 @@ _POWER = r"(?:\^|\*\*)\s*(?:\{\s*([+-]?\d+)\s*\}|\(\s*([+-]?\d+)\s*\)|([+-]?\d+)
 _SCI = re.compile(r"\s*(?:×|[xX*·])\s*10\s*" + _POWER)
 _BARE_POWER = re.compile(r"\s*" + _POWER)
 _SCALE_WORD = re.compile(r"\s*(thousand|million|billion|trillion|lakh|lac|crore)s?(?![A-Za-z])", re.I)
+# longest first; 千 before a unit of measure is its prefix (千克 kg, 千米 km, 千瓦 kW...), not "thousand"
+_CJK_SCALE_WORDS = "万亿|十亿|千万|百万|亿|万|千(?![克米瓦焦帕卡赫字])"
+_CJK_SCALE = re.compile(rf"\s*({_CJK_SCALE_WORDS})")
 _SCALE_ABBR = re.compile(r"\s*(mn|mln|MM|bn|bln|tn|k)(?![A-Za-z])")
 _SCALE_LETTER = re.compile(r"\s*([kKmMbBtT])(?![A-Za-z])")
 _PERCENT = re.compile(
     r"\s*(?:%|percent(?:age points?)?(?![A-Za-z])|per\s?cent(?![A-Za-z])|pct(?![A-Za-z])"
-    r"|percentage points?(?![A-Za-z]))",
+    r"|percentage points?(?![A-Za-z])|个百分点)",
     re.I,
 )
 _CLOSE = re.compile(r"\s*\)")
@@ -358,6 +387,10 @@ def _take_scale(s: str, pos: int, parts: _Parts) -> int:
     if m is not None:
         parts.scale = m.group(1).lower()
         return m.end()
+    m = _CJK_SCALE.match(s, pos)
+    if m is not None:
+        parts.scale = _CJK_SCALES[m.group(1)]
+        return m.end()
     m = _SCALE_ABBR.match(s, pos)
     if m is not None:
         parts.scale = _ABBREVIATIONS[m.group(1)]
@@ -387,8 +420,11 @@ def _read_unit(rest: str) -> str | bool | None:
 
 # ---------------------------------------------------------------- numbers inside prose
 
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef"  # CJK scripts and punctuation, full-width forms
 _PROSE_NUMBER = re.compile(
-    r"(?<![\w.,])"  # not glued to a word: "AZYUK2A" holds no number
+    r"(?<![.,])"
+    rf"(?<![^\W{_CJK}])"  # not glued to a word ("AZYUK2A" holds no number), but a CJK character is no word
+    # boundary: Chinese writes "为327.0亿元" without spaces
     r"(?:\\[dtc]?frac\{-?\d+(?:\.\d+)?\}\{-?\d+(?:\.\d+)?\}"
     r"|\((?:[$€£¥₹]\s?)?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+)\)"  # (1,234) (134.12): accounting
     r"|[-\u2212]?(?:[$€£¥₹]\s?)?"
@@ -396,7 +432,7 @@ _PROSE_NUMBER = re.compile(
     r"(?:[eE][+-]?\d+(?!\w))?(?:/\d+(?![\d,]|\.\d))?(?:\s?(?:%|\\%))?"
     r")"
 )
-_PROSE_SCALE = re.compile(r"\s(?:thousand|million|billion|trillion)(?![A-Za-z])", re.I)
+_PROSE_SCALE = re.compile(rf"\s(?:thousand|million|billion|trillion)(?![A-Za-z])|\s?(?:{_CJK_SCALE_WORDS})", re.I)
 _LAST_TRIES = 8
 _DIGIT = re.compile(r"\d")
 _FIRST_WINDOW = 512
@@ -408,8 +444,10 @@ def find_numbers(text: str) -> Iterator[tuple[int, int, ParsedNumber]]:
 
     Accounting parentheses count only with a thousands comma or a decimal point ("(1,234)",
     "(134.12)"): a bare "(3)" is more often an equation number than a negative. Linear: one regex
-    pass whose quantifiers cannot backtrack into each other.
+    pass whose quantifiers cannot backtrack into each other. Full-width digits count (positions are
+    those of `text`: the half-width copy has the same length).
     """
+    text = _half_width(text)
     for m in _PROSE_NUMBER.finditer(text):
         parsed = _parse_match(text, m)
         if parsed is not None:
@@ -423,6 +461,7 @@ def last_number(text: str) -> tuple[int, int, ParsedNumber] | None:
     candidates. A match that starts within _WINDOW_MARGIN of a window's start might be the tail of a
     longer number, so it is trusted only once the window reaches the start of the text.
     """
+    text = _half_width(text)
     n = len(text)
     window = _FIRST_WINDOW
     while True:

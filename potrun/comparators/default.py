@@ -7,15 +7,17 @@ Gold forms (`potrun.comparators.golds.read_gold`), recognised in this order:
 
 1. None, or a string "not answerable" / "unanswerable" / "none" / "n/a" / "no answer" (any case):
    correct iff the value is None or one of those strings.
-2. bool, or a string yes/no/true/false: correct iff the value is a bool or a yes/no/true/false
-   string of the same truth. A number is never a bool (1 is not True).
+2. bool, or a string yes/no/true/false (or 是/是的/对, 否/不是/不对): correct iff the value is a bool
+   or such a string of the same truth. A number is never a bool (1 is not True).
 3. A range: a dict {"min": a, "max": b} (either bound may be missing; bounds are numbers or
    number strings), a string containing "between A and B", or a bracketed interval "[A, B]",
    "[A, B)", "(A, B]" (a fully open "(A, B)" is not a range: it is more often a pair). Correct
    iff the value is a number inside it; a closed bound also accepts a value equal to it under the
    number rule.
 4. A multiple-choice letter "A".."E" or "(A)".."(E)": the value must be that letter, optionally in
-   parentheses or followed by a period, any case.
+   parentheses or followed by a period or 项, any case. A multi-select gold "BD" (also "B、D",
+   "B, D"): the value must name the same letters, in any order and separation
+   (`potrun.extractors.answer.option_letters`).
 5. A number: int, float, or a string that `potrun.extractors.numbers.parse_number` reads as one
    number ("12.50", "12.5%", "$3.5 million", "(1,234)", "\\frac{3}{4}").
 6. A list (or tuple): the value must be a list of the same length whose elements match in order
@@ -51,7 +53,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from decimal import Decimal, InvalidOperation
@@ -73,6 +74,7 @@ from potrun.comparators.golds import (
     read_gold,
 )
 from potrun.comparators.preset import Preset
+from potrun.extractors.answer import option_letters
 from potrun.extractors.numbers import parse_number
 from potrun.types import UsageError, Value, Verdict
 
@@ -117,13 +119,9 @@ def _read_truth(text: str) -> bool | None:
     return True if norm in YES else False if norm in NO else None
 
 
-_LETTER = re.compile(r"^\(?([A-Ea-e])\)?\.?$")
-
-
 def _read_letter(text: str) -> str | None:
-    """A choice letter "B", "(b)", "B." -> "B", else None."""
-    m = _LETTER.match(text.strip())
-    return m.group(1).upper() if m is not None else None
+    """A choice letter "B", "(b)", "B.", "B项" -> "B", or a multi-select answer "B、D" -> "BD", else None."""
+    return option_letters(text)
 
 
 def _read_default(text: str, **_options: Any) -> Value:

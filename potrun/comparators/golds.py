@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from potrun.comparators.common import is_number, shown
+from potrun.extractors.answer import option_letters
 from potrun.extractors.numbers import ParsedNumber, parse_number
 
 __all__ = [
@@ -120,7 +121,7 @@ class GoldRange:
 
 @dataclass(frozen=True, slots=True)
 class Letter:
-    """A multiple-choice gold: "A".."E"."""
+    """A multiple-choice gold: "A".."E", or the letters of a multi-select answer ("BD", sorted)."""
 
     letter: str
 
@@ -133,9 +134,8 @@ class Text:
 
 
 NOT_ANSWERABLE = frozenset({"not answerable", "unanswerable", "none", "n/a", "no answer"})
-YES = frozenset({"yes", "true"})
-NO = frozenset({"no", "false"})
-_GOLD_LETTER = re.compile(r"^\(?([A-E])\)?$")
+YES = frozenset({"yes", "true", "是", "是的", "对"})
+NO = frozenset({"no", "false", "否", "不是", "不对"})
 _EXPONENT_WRITTEN = re.compile(r"\d[eE][+-]?\d|\^|\\frac|/|×|\\times")
 _DECIMALS = re.compile(r"\d[\d,\u2009 ]*[.,](\d+)")
 _BETWEEN = re.compile(
@@ -225,9 +225,9 @@ def _classify_gold_text(text: str) -> object:
     rng = parse_range(text)
     if rng is not None:
         return rng
-    m = _GOLD_LETTER.match(text.strip())
-    if m is not None:
-        return Letter(m.group(1))
+    letters = option_letters(text)
+    if letters is not None:
+        return Letter(letters)
     parsed = parse_number(text)
     if parsed is not None:
         return num_from_parsed(parsed, text)
