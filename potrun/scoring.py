@@ -9,22 +9,34 @@ All pure functions, like the comparators they build on (`potrun.comparators`).
   member came first. The voted value is that first member. None, NaN and not-executed results do
   not vote (an ExecResult votes only when its status is ok).
 - `check_checklist(observed, checklist)`: a process check. Every required intermediate value must
-  appear among the numbers a program produced (within tolerance, or inside a range item).
+  appear among the numbers a program produced (within tolerance, or inside a range item). An item
+  stated in a unit with a scale (13.1亿元, "$3.5 million") is found as written or multiplied out.
+- `parse_checklist(text)`: a free-text checklist (DocPuzzle's, mostly Chinese) read into the answer's
+  range and the required values; the requirements it cannot read as numbers are kept as `unparsed`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from potrun.comparators import GoldRange, compare, parse_range
 from potrun.comparators.default import DEFAULTS
-from potrun.extractors.numbers import parse_number
+from potrun.extractors.numbers import find_numbers, parse_number
 from potrun.types import ExecResult, Status, Value
 
-__all__ = ["ChecklistItem", "ChecklistResult", "check_checklist", "majority_vote", "pass_at_k"]
+__all__ = [
+    "ChecklistItem",
+    "ChecklistResult",
+    "ParsedChecklist",
+    "check_checklist",
+    "majority_vote",
+    "parse_checklist",
+    "pass_at_k",
+]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -88,12 +100,16 @@ def majority_vote(
 
 @dataclass(frozen=True, slots=True)
 class ChecklistItem:
-    """One required intermediate value: a number (`value`) or a range (`low`..`high`, inclusive)."""
+    """One required intermediate value: a number (`value`) or a range (`low`..`high`, inclusive).
+
+    `scale_factor`: the scale of the unit its numbers are written in (1e8 for 亿元, 1e6 for "million"),
+    so that 13.1 (亿元) is also found as 1.31e9 ("RMB 1.31 billion" multiplied out)."""
 
     value: float | None = None
     low: float | None = None
     high: float | None = None
     name: str = ""
+    scale_factor: float = 1.0
 
     def __post_init__(self) -> None:
         if self.value is None and self.low is None and self.high is None:
@@ -103,8 +119,9 @@ class ChecklistItem:
 
     @classmethod
     def from_spec(cls, spec: ChecklistItem | float | int | str | Mapping[str, Any]) -> ChecklistItem:
-        """Accepts an item, a number, a number or range string ("12.5%", "between 18 and 21"),
-        or a dict with `value`, or `min`/`max` (also `low`/`high`), and an optional `name`."""
+        """Accepts an item, a number, a number or range string ("12.5%", "13.1亿元", "between 18 and
+        21"), or a dict with `value`, or `min`/`max` (also `low`/`high`), an optional `name` and an
+        optional `unit` ("亿元": the scale its numbers are in)."""
         if isinstance(spec, ChecklistItem):
             return spec
         if isinstance(spec, bool):
@@ -117,15 +134,35 @@ class ChecklistItem:
             name = str(spec.get("name", ""))
             if "value" in spec:
                 v = spec["value"]
-                return _item_from_text(v, name) if isinstance(v, str) else cls(value=float(v), name=name)
+                if isinstance(v, str):
+                    return _item_from_text(v, name)
+                return cls(value=float(v), name=name, scale_factor=unit_scale(str(spec.get("unit", ""))))
             low = spec.get("min", spec.get("low"))
             high = spec.get("max", spec.get("high"))
-            return cls(low=_to_float(low), high=_to_float(high), name=name)
+            factor = unit_scale(str(spec.get("unit", "")))
+            return cls(low=_to_float(low), high=_to_float(high), name=name, scale_factor=factor)
         raise TypeError(f"cannot read a checklist item from {type(spec).__name__}")
 
     def describe(self) -> str:
         what = f"{self.value:g}" if self.value is not None else f"[{self.low}, {self.high}]"
+        if self.scale_factor != 1.0:
+            what += f" (x{self.scale_factor:g})"
         return f"{self.name} = {what}" if self.name else what
+
+    def scaled(self) -> ChecklistItem:
+        """The same item multiplied out of its unit's scale (13.1 亿 -> 1.31e9)."""
+        f = self.scale_factor
+
+        def times(x: float | None) -> float | None:
+            return None if x is None else x * f
+
+        return ChecklistItem(times(self.value), times(self.low), times(self.high), self.name)
+
+
+def unit_scale(unit: str) -> float:
+    """The scale a unit text carries: "亿元" -> 1e8, "million dollars" -> 1e6, "元" or "" -> 1.0."""
+    parsed = parse_number("1 " + unit) if unit.strip() else None
+    return parsed.scale_factor if parsed is not None else 1.0
 
 
 def _to_float(x: Any) -> float | None:
@@ -150,7 +187,7 @@ def _item_from_text(text: str, name: str) -> ChecklistItem:
     parsed = parse_number(text)
     if parsed is None:
         raise ValueError(f"checklist item {text!r} is neither a number nor a range")
-    return ChecklistItem(value=float(parsed.value), name=name)
+    return ChecklistItem(value=float(parsed.value), name=name, scale_factor=parsed.scale_factor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +199,13 @@ class ChecklistResult:
 
 
 def _present(item: ChecklistItem, observed: Sequence[float], rel_tol: float, abs_tol: float) -> bool:
+    """Found as written, or multiplied out of its unit's scale."""
+    if item.scale_factor != 1.0 and _present_as_written(item.scaled(), observed, rel_tol, abs_tol):
+        return True
+    return _present_as_written(item, observed, rel_tol, abs_tol)
+
+
+def _present_as_written(item: ChecklistItem, observed: Sequence[float], rel_tol: float, abs_tol: float) -> bool:
     if item.value is not None:
         return any(math.isclose(o, item.value, rel_tol=rel_tol, abs_tol=abs_tol) for o in observed)
     lo = -math.inf if item.low is None else item.low
@@ -183,7 +227,8 @@ def check_checklist(
     """Check that each required intermediate value appears among `observed_numbers`.
 
     An item is found when some observed number is within `rel_tol`/`abs_tol` of its value
-    (math.isclose; the default comparator's tolerance unless given), or inside its inclusive range.
+    (math.isclose; the default comparator's tolerance unless given), or inside its inclusive range,
+    as written or multiplied out of its scale (`ChecklistItem.scale_factor`).
     Items are checked independently: one observed number may satisfy several items. bools and NaN
     among the observed numbers are ignored.
     """
@@ -199,3 +244,74 @@ def check_checklist(
     items = [ChecklistItem.from_spec(spec) for spec in checklist]
     missing = tuple(item for item in items if not _present(item, observed, rel_tol, abs_tol))
     return ChecklistResult(passed=not missing, missing=missing)
+
+
+# ------------------------------------------------------------------ free-text checklists
+
+APPROX_REL_TOL = 0.03  # a value the checklist calls approximate (约为13.1亿元, "about 551"): within 3%
+
+_SENTENCE_END = re.compile(r"[。；;！？!?\n]+|\.(?=\s|$)")
+_CLAUSE_SEP = re.compile(r"[，,、]?(?:以及|并且|and also)|[，,]")
+_ABOUT_THE_ANSWER = re.compile(r"答案|视为正确|正确|answer|correct", re.I)
+_APPROX_BEFORE = re.compile(r"(?:约为|约合|约|大约|大概|近|approximately|about|around|roughly|≈|~)\s*$", re.I)
+_APPROX_AFTER = re.compile(r"\S{0,3}?左右")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedChecklist:
+    """A free-text checklist as read: the answer's range (None when it states none), the values a
+    response must contain, and the requirements that hold no number (kept, to report: potrun cannot
+    check "必须给出现货价=基差+期货价的关系")."""
+
+    answer_range: GoldRange | None
+    items: tuple[ChecklistItem, ...]
+    unparsed: tuple[str, ...]
+
+
+def parse_checklist(text: str) -> ParsedChecklist:
+    """Read a free-text checklist ("允许计算误差，答案在2.21%到2.54%之间均视为正确。回答必须包含…约为13.1亿元").
+
+    Sentence by sentence: one that states a range and speaks of the answer ("答案在A到B之间均视为正确",
+    "an answer between 18% and 21% is correct") is the answer's range; in any other, each clause's
+    numbers are required values, with their units' scale (亿元); a value called approximate (约, 左右,
+    about) is a range of ±APPROX_REL_TOL; a year that only dates another number ("2020年…551亿元") is
+    not required. A clause without a number is `unparsed`.
+    """
+    answer_range: GoldRange | None = None
+    items: list[ChecklistItem] = []
+    unparsed: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        rng = parse_range(sentence)
+        if rng is not None and answer_range is None and _ABOUT_THE_ANSWER.search(sentence):
+            answer_range = rng
+            continue
+        for clause in _CLAUSE_SEP.split(sentence):
+            clause = clause.strip()
+            if not clause:
+                continue
+            required = _required_values(clause)
+            if required:
+                items += required
+            else:
+                unparsed.append(clause)
+    return ParsedChecklist(answer_range, tuple(items), tuple(unparsed))
+
+
+def _required_values(clause: str) -> list[ChecklistItem]:
+    found = list(find_numbers(clause))
+    dated = [_is_year(parsed.value) for _, _, parsed in found]
+    if not all(dated):  # years beside other numbers date them: "2020年锂电池市场规模约为551亿元"
+        found = [number for number, year in zip(found, dated, strict=True) if not year]
+    return [_required_value(clause, start, end, parsed.value, parsed.scale_factor) for start, end, parsed in found]
+
+
+def _is_year(value: int | float) -> bool:
+    return isinstance(value, int) and 1900 <= value <= 2100
+
+
+def _required_value(clause: str, start: int, end: int, value: int | float, scale_factor: float) -> ChecklistItem:
+    v = float(value)
+    if _APPROX_BEFORE.search(clause, 0, start) or _APPROX_AFTER.match(clause, end):
+        low, high = sorted((v * (1 - APPROX_REL_TOL), v * (1 + APPROX_REL_TOL)))
+        return ChecklistItem(low=low, high=high, name=clause, scale_factor=scale_factor)
+    return ChecklistItem(value=v, name=clause, scale_factor=scale_factor)

@@ -142,6 +142,12 @@ _BETWEEN = re.compile(
     r"\bbetween\s+(?P<lo>.+?)\s+and\s+(?P<hi>\S+(?:\s+(?:thousand|million|billion|trillion|percent))?)",
     re.I,
 )
+# Chinese: "答案在2.21%到2.54%之间", "13亿元至14亿元之间", "介于18和21之间": a number with a short unit,
+# a connector, another, then 之间 (or 以内, 范围内); "由30%下调至20%" has no 之间 and is no range.
+_ZH_BOUND = r"[-+]?\d[\d,]*(?:\.\d+)?[^\d\s到至~～和与—-]{0,4}?"
+_ZH_BETWEEN = re.compile(
+    rf"(?P<lo>{_ZH_BOUND})\s*(?:到|至|~|～|和|与|—|-)\s*(?P<hi>{_ZH_BOUND})\s*(?:之间|以内|范围内)"
+)
 _INTERVAL = re.compile(
     r"^\s*(?P<open>[\[(])\s*(?P<lo>[^,;\[\]()]+?)\s*[,;]\s*(?P<hi>[^,;\[\]()]+?)\s*(?P<close>[\])])\s*$"
 )
@@ -178,7 +184,8 @@ def _bound(x: Any) -> Num | None:
 
 
 def parse_range(text: str) -> GoldRange | None:
-    """A range written in text ("an answer between 18% and 21% is correct", "[18, 21]"), or None."""
+    """A range written in text ("an answer between 18% and 21% is correct", "[18, 21]",
+    "答案在18%到21%之间均视为正确"), or None."""
     m = _INTERVAL.match(text)
     if m is not None and "[" in text:  # "(a, b)" is more often a pair than an open interval
         lo, hi = parse_number(m.group("lo")), parse_number(m.group("hi"))
@@ -189,17 +196,24 @@ def parse_range(text: str) -> GoldRange | None:
                 m.group("open") == "[",
                 m.group("close") == "]",
             )
-    m = _BETWEEN.search(text)
-    if m is not None:
-        lo_text = m.group("lo").strip()
-        hi_text = m.group("hi").strip().rstrip(".,;:!?")
-        lo, hi = parse_number(lo_text), parse_number(hi_text)
-        if lo is not None and hi is not None:
-            low, high = num_from_parsed(lo, lo_text), num_from_parsed(hi, hi_text)
-            if low.scale is None and high.scale is not None:  # "between 3 and 4 million"
-                low = Num(low.value, high.scale, high.factor, low.percent or high.percent, low.decimals)
-            return GoldRange(low, high)
+    for pattern in (_BETWEEN, _ZH_BETWEEN):
+        m = pattern.search(text)
+        if m is not None:
+            found = _between(m.group("lo").strip(), m.group("hi").strip().rstrip(".,;:!?"))
+            if found is not None:
+                return found
     return None
+
+
+def _between(lo_text: str, hi_text: str) -> GoldRange | None:
+    """The closed range of two bounds; the low one takes the high one's scale when it has none."""
+    lo, hi = parse_number(lo_text), parse_number(hi_text)
+    if lo is None or hi is None:
+        return None
+    low, high = num_from_parsed(lo, lo_text), num_from_parsed(hi, hi_text)
+    if low.scale is None and high.scale is not None:  # "between 3 and 4 million"
+        low = Num(low.value, high.scale, high.factor, low.percent or high.percent, low.decimals)
+    return GoldRange(low, high)
 
 
 def _range_from_dict(gold: Mapping[str, Any]) -> GoldRange:
