@@ -128,9 +128,10 @@ _ZH_MARKER = re.compile(
     r"|(?P<answer_colon>答案)\s*[:：]"
     r"|(?P<chosen>(?:故|所以|因此|因而|应|则|即|答案)选(?:择)?)\s*[:：]?"
 )
+_OPTION_LETTER = re.compile(r"[A-E]")
 _OPTIONS = re.compile(
     r"(?:选项)?\s*\(?(?P<one>[a-e])\)?\.?\s*"  # one letter may be lower case: "(b)"
-    r"|(?:选项)?\s*\(?(?P<many>[A-E](?:\s*[、,，和与及]?\s*[A-E])*)\)?\.?\s*(?:项|选项)?"
+    r"|(?:选项)?\s*\(?(?P<many>[A-E](?:\s*(?:[、,，&/和与及]|and)?\s*[A-E])*)\)?\.?\s*(?:项|选项)?"
 )
 _LETTER = re.compile(r"\(?([A-Z])\)?\.?")
 _LEADING_OPTION = re.compile(
@@ -364,14 +365,16 @@ def _span_value(span: str) -> AnswerValue:
 def option_letters(text: str) -> str | None:
     """The option letters a text names, as one upper-case text, or None.
 
-    "B", "(b)", "B.", "B项", "选项B" -> "B"; a multi-select answer "BD", "B、D", "B, D", "B和D", "DB"
-    -> "BD" (sorted; a letter named twice is not an answer). Several letters are upper case only:
-    "bad" is a word."""
+    "B", "(b)", "B.", "B项", "选项B" -> "B"; a multi-select answer "BD", "B、D", "B, D", "B和D",
+    "B and D" -> "BD". Several letters are upper case, each named once, in order: "bad", "BAD" and
+    "DEAD" are words."""
     m = _OPTIONS.fullmatch(text.strip())
     if m is None:
         return None
-    letters = [c for c in (m.group("one") or m.group("many")).upper() if c.isalpha()]
-    return "".join(sorted(letters)) if len(set(letters)) == len(letters) else None
+    if m.group("one"):
+        return m.group("one").upper()
+    letters = _OPTION_LETTER.findall(m.group("many"))
+    return "".join(letters) if letters == sorted(set(letters)) else None
 
 
 def _assignment_rhs(span: str) -> ParsedNumber | None:

@@ -5,7 +5,8 @@ majority vote) on two criteria, and these rules apply them to the response's tex
 
 1. the answer matches the standard answer within the checklist's margin: the final answer is read
    after the last `</think>` (`potrun.extractors.extract_answer`, Chinese markers included: 答案：B,
-   最终答案, 故选) and compared by potrun's default rules (a range, a number, a letter or letters, 是/否,
+   最终答案, 故选; without a marker, a last paragraph that hedges between two answers, "答案可能是是，
+   也可能是否", gives none) and compared by potrun's default rules (a range, a number, a letter or letters, 是/否,
    a text); a number written in another scale than the standard answer's ("RMB 5.7 billion" for
    57亿元) is compared multiplied out;
 2. the checklist is satisfied: every mandatory intermediate value appears among the numbers of the
@@ -51,6 +52,8 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _UNIT_IN_NAME = re.compile(r"[(（]([^()（）]+)[)）]\s*$")  # "新能源汽车电池规模(亿元)" -> 亿元
 _LATIN = re.compile(r"[^a-z0-9]+")
 _BREAKDOWNS = ("lang", "domain", "model")
+# a last paragraph that names two answers ("答案可能是是，也可能是否") gives none
+_HEDGE = re.compile(r"可能是.{0,60}?也可能是|可能是.{0,30}?还是|\beither\b.{0,60}?\bor\b|could be .{0,60}? or ", re.I)
 
 
 def for_file(path: str, strict: bool = False) -> DocPuzzleRun:
@@ -217,6 +220,8 @@ def _item(spec: Any) -> ChecklistItem:
 def _judge_answer(answer: ExtractedAnswer, gold: Any, data: Mapping[str, Any], *, lenient: bool) -> bool:
     """Whether the response's answer matches the standard answer (module docstring, criterion 1);
     not `lenient`: potrun's default rules alone."""
+    if not answer.confident and _HEDGE.search(_last_paragraph(data["response"])):
+        return False
     text = answer.text
     if text is not None and compare(text, gold).correct:
         return True
