@@ -119,9 +119,10 @@ class ChecklistItem:
 
     @classmethod
     def from_spec(cls, spec: ChecklistItem | float | int | str | Mapping[str, Any]) -> ChecklistItem:
-        """Accepts an item, a number, a number or range string ("12.5%", "13.1亿元", "between 18 and
-        21"), or a dict with `value`, or `min`/`max` (also `low`/`high`), an optional `name` and an
-        optional `unit` ("亿元": the scale its numbers are in)."""
+        """Accepts an item, a number, a number or range string ("12.5%", "between 18 and 21": numbers
+        as written, a scale word not applied), or a dict with `value`, or `min`/`max` (also
+        `low`/`high`), an optional `name` and an optional `unit` ("亿元": the scale its numbers are in,
+        applied)."""
         if isinstance(spec, ChecklistItem):
             return spec
         if isinstance(spec, bool):
@@ -187,7 +188,7 @@ def _item_from_text(text: str, name: str) -> ChecklistItem:
     parsed = parse_number(text)
     if parsed is None:
         raise ValueError(f"checklist item {text!r} is neither a number nor a range")
-    return ChecklistItem(value=float(parsed.value), name=name, scale_factor=parsed.scale_factor)
+    return ChecklistItem(value=float(parsed.value), name=name)
 
 
 @dataclass(frozen=True, slots=True)
