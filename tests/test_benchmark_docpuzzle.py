@@ -221,3 +221,13 @@ def test_an_item_in_yi_yuan_is_found_in_billions_and_as_written() -> None:
     assert check_checklist(observed_in_text("RMB 2.225 billion"), [item]).passed
     assert check_checklist(observed_in_text("22.25÷520.75"), [item]).passed
     assert not check_checklist(observed_in_text("RMB 2.225 million"), [item]).passed
+
+
+def test_a_line_that_is_not_json_is_a_bad_record_and_the_rest_is_judged(tmp_path: Path) -> None:
+    preds, out = tmp_path / "docpuzzle.jsonl", tmp_path / "out.jsonl"
+    good = json.dumps(_cases(SAMPLE)[1]["record"], ensure_ascii=False)
+    preds.write_text("{not json\n" + good + "\n", encoding="utf-8")
+    assert main(["check", str(preds), "--benchmark", "docpuzzle", "--out", str(out), "--quiet"]) == EXIT_OK
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["status"] == "bad_record" and lines[0]["line"] == 1
+    assert lines[1]["correct"] is True

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from potrun.benchmarks.base import bad_record, judged_without_programs, unreadable, verdict
+from potrun.benchmarks.base import bad_record, judged_without_programs, verdict
 from potrun.comparators import compare
 from potrun.comparators.golds import Text, norm_text, read_gold
 from potrun.extractors import HOW_LAST_NUMBER, HOW_NO_ANSWER, ExtractedAnswer, extract_answer, parse_number
@@ -82,15 +82,13 @@ class DocPuzzleRun:
     name: str = "docpuzzle"
 
     def plan(self, item: Record | BadRecord) -> Plan:
-        bad = unreadable(item)
-        if bad is not None:
-            return bad
-        assert isinstance(item, Record)
-        data = item.data
-        problem = _missing_field(data)
+        """A bad record's plan (unreadable, or a field missing), else the judge of its text: nothing runs."""
+        if not isinstance(item, Record):
+            return bad_record(item.line, item.message)
+        problem = _missing_field(item.data)
         if problem is not None:
-            return bad_record(item.line, problem, data.get("id"))
-        return judged_without_programs(lambda: self.judge(item.line, data))
+            return bad_record(item.line, problem, item.data.get("id"))
+        return judged_without_programs(lambda: self.judge(item.line, item.data))
 
     def judge(self, line: int, data: Mapping[str, Any]) -> RecordResult:
         response: str = data["response"]
