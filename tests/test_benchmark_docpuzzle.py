@@ -82,13 +82,13 @@ def test_metrics_give_accuracy_with_and_without_the_checklist(tmp_path: Path) ->
 
 
 def test_strict_takes_the_default_rules_and_counts_what_differs(tmp_path: Path) -> None:
-    """Without the judge's leniencies a named text (天津市), a romanized one (Shanghai) and an answer in
-    another scale (RMB 5.7 billion for 57亿元) are wrong."""
+    """Without the judge's leniencies a named text (天津市), a romanized one (Shanghai), an answer in
+    another scale (RMB 5.7 billion for 57亿元) and a yes in a sentence ("Yes, it was met") are wrong."""
     cases = _cases(EXTRA)
     lines, summary = _check(tmp_path, [c["record"] for c in cases], "--strict")
     wrong = {kind for kind, official, got in _disagreements(cases, lines)}
-    assert wrong == {"zh_text_names_gold", "en_romanized", "en_answer_other_scale"}
-    assert summary["metrics"]["differs_from_judge"] == 3
+    assert wrong == {"zh_text_names_gold", "en_romanized", "en_answer_other_scale", "en_yes_sentence"}
+    assert summary["metrics"]["differs_from_judge"] == 4
 
 
 def test_what_the_checklist_parser_cannot_read_is_reported(tmp_path: Path) -> None:

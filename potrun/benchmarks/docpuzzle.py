@@ -8,10 +8,11 @@ majority vote) on two criteria, and these rules apply them to the response's tex
    最终答案, 故选; without a marker, a last paragraph that hedges between two answers, "答案可能是是，
    也可能是否", gives none) and compared by potrun's default rules (a range, a number, a letter or letters, 是/否,
    a text); a number written in another scale than the standard answer's ("RMB 5.7 billion" for
-   57亿元) is compared multiplied out;
+   57亿元) is compared multiplied out, and a yes/no answer by its first word ("Yes, it was met");
 2. the checklist is satisfied: every mandatory intermediate value appears among the numbers of the
    whole response, its reasoning included (the paper reads R1's reasoning), as written or converted
-   from the unit the item is stated in (亿元 against "RMB 2.225 billion").
+   from the unit the item is stated in (亿元 against "RMB 2.225 billion"), a negative number by its
+   magnitude too ("投资收益-3亿元" for "投资亏损3亿元").
 
 The record's `gold` and `checklist_items` are used where present (a potrun user's hand conversion;
 an item's unit is the one its name ends with, "新能源汽车电池规模(亿元)"); else the `answer` text and
@@ -38,7 +39,7 @@ from typing import Any
 
 from potrun.benchmarks.base import bad_record, judged_without_programs, verdict
 from potrun.comparators import compare
-from potrun.comparators.golds import Text, norm_text, read_gold
+from potrun.comparators.golds import Text, UnreadableGold, norm_text, read_gold
 from potrun.extractors import HOW_LAST_NUMBER, HOW_NO_ANSWER, ExtractedAnswer, extract_answer, parse_number
 from potrun.pipeline import Plan, RecordResult
 from potrun.process_golds import observed_in_text
@@ -52,6 +53,7 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _UNIT_IN_NAME = re.compile(r"[(（]([^()（）]+)[)）]\s*$")  # "新能源汽车电池规模(亿元)" -> 亿元
 _LATIN = re.compile(r"[^a-z0-9]+")
 _BREAKDOWNS = ("lang", "domain", "model")
+_TRUTH_FIRST = re.compile(r"\s*(yes|no|true|false|是的|是|不是|否)\b", re.I)
 # a last paragraph that names two answers ("答案可能是是，也可能是否") gives none
 _HEDGE = re.compile(r"可能是.{0,60}?也可能是|可能是.{0,30}?还是|\beither\b.{0,60}?\bor\b|could be .{0,60}? or ", re.I)
 
@@ -96,7 +98,7 @@ class DocPuzzleRun:
         items, unparsed = _checklist(data)
         gold = _gold(data)
         answer_ok = _judge_answer(answer, gold, data, lenient=not self.strict)
-        checklist = check_checklist(observed_in_text(response), items)
+        checklist = check_checklist(_observed(response), items)
         correct = answer_ok and checklist.passed
         fields: dict[str, Any] = {key: data.get(key) for key in _BREAKDOWNS}
         fields |= {
@@ -151,6 +153,13 @@ def _rates(results: Sequence[RecordResult]) -> dict[str, Any]:
         "answer_accuracy": rate(lambda r: bool(r.fields and r.fields["answer_correct"])),
         "checklist_pass_rate": rate(lambda r: bool(r.fields and r.fields["checklist_passed"])),
     }
+
+
+def _observed(response: str) -> tuple[float, ...]:
+    """The numbers of the whole response, and the magnitude of each negative one: "投资收益-3亿元"
+    states the loss of 3亿元 a checklist asks for."""
+    numbers = observed_in_text(response)
+    return numbers + tuple(-x for x in numbers if x < 0)
 
 
 def _missing_field(data: Mapping[str, Any]) -> str | None:
@@ -227,12 +236,22 @@ def _judge_answer(answer: ExtractedAnswer, gold: Any, data: Mapping[str, Any], *
         return False
     if text is not None and _in_another_scale(text, data):
         return True
-    form = read_gold(gold) if isinstance(gold, str) else None
+    form = _gold_form(gold)
+    if isinstance(form, bool):  # "Yes, it was met": the answer's first word
+        first = _TRUTH_FIRST.match(text or "")
+        return first is not None and compare(first.group(1), gold).correct
     if isinstance(form, Text):
         # an answer without a marker is read from the last number; a judge reads the last paragraph
         said = text if answer.how not in (HOW_LAST_NUMBER, HOW_NO_ANSWER) else _last_paragraph(data["response"])
         return said is not None and _names(said, gold)
     return False
+
+
+def _gold_form(gold: Any) -> object:
+    try:
+        return read_gold(gold)
+    except UnreadableGold:
+        return None
 
 
 def _in_another_scale(text: str, data: Mapping[str, Any]) -> bool:
