@@ -88,7 +88,8 @@ def test_strict_takes_the_default_rules_and_counts_what_differs(tmp_path: Path) 
     lines, summary = _check(tmp_path, [c["record"] for c in cases], "--strict")
     wrong = {kind for kind, official, got in _disagreements(cases, lines)}
     assert wrong == {"zh_text_names_gold", "en_romanized", "en_answer_other_scale", "en_yes_sentence"}
-    assert summary["metrics"]["differs_from_judge"] == 4
+    assert summary["metrics"]["differs_from_official"] == 4
+    assert summary["metrics"]["official_accuracy"] == sum(c["official"] for c in cases) / len(cases)
 
 
 def test_what_the_checklist_parser_cannot_read_is_reported(tmp_path: Path) -> None:

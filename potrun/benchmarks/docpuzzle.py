@@ -22,8 +22,8 @@ required values, and the requirements that hold no number, which are reported in
 
 Where a judge model reads meaning, these rules read text, with two leniencies a judge grants: a text
 answer that names the standard one ("天津市" for 天津), or romanizes it ("Tianjin": pinyin, the `chinese`
-extra). `--strict` takes potrun's default rules alone (exact text), and the metrics count the
-records whose verdict differs.
+extra). `--strict` takes potrun's default rules alone (exact text); the metrics then give the
+benchmark's accuracy beside potrun's and count the records whose verdict differs.
 
 Metrics: accuracy (both criteria, the paper's), answer accuracy (without the checklist), the
 checklist's pass rate, and each by language, domain and model.
@@ -107,9 +107,8 @@ class DocPuzzleRun:
             "checklist_missing": [item.describe() for item in checklist.missing],
             "checklist_unparsed": list(unparsed),
         }
-        if self.strict:
-            judged = _judge_answer(answer, gold, data, lenient=True) and checklist.passed
-            fields["differs_from_judge"] = correct != judged
+        if self.strict:  # the benchmark's own verdict, beside potrun's
+            fields["official_correct"] = _judge_answer(answer, gold, data, lenient=True) and checklist.passed
         return verdict(
             line,
             data.get("id"),
@@ -132,12 +131,14 @@ class DocPuzzleRun:
             metrics[f"by_{key}"] = {name: _rates(group) for name, group in sorted(groups.items())}
         metrics["records_with_unparsed_checklist"] = _count(judged, "checklist_unparsed")
         if self.strict:
-            metrics["differs_from_judge"] = _count(judged, "differs_from_judge")
+            official = [bool(r.fields and r.fields["official_correct"]) for r in judged]
+            metrics["official_accuracy"] = sum(official) / len(judged) if judged else None
+            metrics["differs_from_official"] = sum(r.correct is not o for r, o in zip(judged, official, strict=True))
         return metrics
 
 
 def _count(results: Sequence[RecordResult], field: str) -> int:
-    """How many results have a true (or non-empty) `field`."""
+    """How many results have a non-empty `field`."""
     return sum(1 for r in results if r.fields and r.fields.get(field))
 
 
