@@ -207,7 +207,7 @@ def check_records(
 ) -> Iterator[RecordResult]:
     """Score records; yield one RecordResult per record, in input order."""
     if options.benchmark is not None:
-        return run_plans((options.benchmark.plan(item) for item in records), sandbox)
+        return run_plans((_guarded_plan(options.benchmark, item) for item in records), sandbox)
     return run_plans((_plan(prepare(item, options, golds), options, sandbox) for item in records), sandbox)
 
 
@@ -265,6 +265,28 @@ def run_plans(plans: Iterable[Plan], sandbox: SandboxLike) -> Iterator[RecordRes
         yield plan.judge(executed)  # type: ignore[arg-type]
     for plan in queue:  # only a strict run's first bad record is left: it was never sent
         raise InputError(plan.fatal or "a record was never run")
+
+
+def _guarded_plan(benchmark: BenchmarkRun, item: Record | BadRecord) -> Plan:
+    """A benchmark's plan for one record, where any error its rules raise on that record's data is the
+    record's bad_record (its line and the reason), never the end of the run."""
+
+    def failed(exc: Exception) -> RecordResult:
+        return RecordResult(item.line, None, BAD_RECORD, error=f"{benchmark.name}: {type(exc).__name__}: {exc}")
+
+    try:
+        plan = benchmark.plan(item)
+    except Exception as exc:
+        result = failed(exc)
+        return Plan((), lambda _results: result)
+
+    def judge(results: list[ExecResult]) -> RecordResult:
+        try:
+            return plan.judge(results)
+        except Exception as exc:
+            return failed(exc)
+
+    return replace(plan, judge=judge)
 
 
 def _request(sandbox: SandboxLike, program: Program) -> RunRequest:

@@ -46,6 +46,10 @@ class ToyRun:
                     fields={"kind": "program"},
                 ),
             )
+        if data.get("explode") == "plan":
+            raise ValueError("the rules cannot read this record")
+        if data.get("explode") == "judge":
+            return judged_without_programs(lambda: verdict(item.line, data["id"], correct=1 / 0 == 0))
         right = data["answer"] == data["gold"]
         return judged_without_programs(
             lambda: verdict(item.line, data["id"], correct=right, score=0.5 if right else 0.0, fields={"kind": "text"})
@@ -145,6 +149,17 @@ def test_gold_file_is_refused(toy: str, tmp_path: Path) -> None:
     preds = tmp_path / "preds.jsonl"
     preds.write_text(RECORDS[0] + "\n")
     assert main(["check", str(preds), "--benchmark", "toy", "--gold", str(tmp_path / "gold.jsonl")]) == EXIT_USAGE
+
+
+def test_an_error_of_the_rules_on_one_record_is_its_bad_record_and_the_run_goes_on(toy: str, tmp_path: Path) -> None:
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text('{"id": 1, "explode": "plan"}\n{"id": 2, "explode": "judge"}\n' + RECORDS[0] + "\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["check", str(preds), "--benchmark", "toy", "--out", str(out), "--quiet"]) == EXIT_OK
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["status"] for line in lines] == ["bad_record", "bad_record", "ok"]
+    assert "ValueError: the rules cannot read this record" in lines[0]["error"]
+    assert "ZeroDivisionError" in lines[1]["error"] and lines[2]["correct"] is True
 
 
 def test_an_unknown_benchmark_names_the_choices() -> None:
