@@ -80,8 +80,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from potrun.pipeline import CheckOptions, load_golds
     from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
     from potrun.report import Progress, Summary, render
+    from potrun.runrecord import run_record
 
     benchmark = _benchmark_run(args)
+    if benchmark is not None and args.by:
+        raise UsageError("--by is not for --benchmark: a benchmark breaks its results down by its own fields")
     options = (
         CheckOptions(benchmark=benchmark, presets=(args.benchmark,))
         if benchmark
@@ -96,6 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             strict=args.strict,
             checklist_field=args.checklist_field or None,
             checker_field=args.checker_field or None,
+            by_fields=_fields(args.by, ()),
         )
     )
     if benchmark is None:
@@ -160,6 +164,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if benchmark is not None:
         summary.settings["benchmark"] = benchmark.name
         summary.metrics = benchmark.metrics(results)
+    summary.run = run_record(
+        inputs={"preds": args.preds, **({"gold": args.gold} if args.gold else {})},
+        check_options=options,
+        sandbox_config=engine.config,
+        command=args.words,
+    )
     if not args.quiet:
         render(summary)
     if args.summary_json:
@@ -626,6 +636,12 @@ def _parser() -> argparse.ArgumentParser:
         help="a line (or array element) longer than this is a bad_record, not read (default 16)",
     )
     check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
+    check.add_argument(
+        "--by",
+        default=None,
+        metavar="FIELD[,FIELD]",
+        help="break the accuracy down by these fields' values (field paths: source, doc.task)",
+    )
     check.add_argument(
         "--strict",
         action="store_true",
