@@ -329,6 +329,53 @@ def _add_package_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    """`potrun diff A.jsonl B.jsonl [--json]`: the records whose verdict changed, and McNemar's test."""
+    from potrun.diff import diff_runs, render_diff
+
+    diff = diff_runs(args.a, args.b)
+    if args.json:
+        print(json.dumps(diff.to_json(), indent=2))
+    else:
+        render_diff(diff, show=args.show)
+    return EXIT_OK
+
+
+def _add_diff_command(commands: Any) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="compare two runs' --out files: the verdicts that changed, and whether the difference is significant",
+    )
+    diff.add_argument("a", help="the --out file of run A")
+    diff.add_argument("b", help="the --out file of run B (same records)")
+    diff.add_argument("--json", action="store_true", help="print the comparison as JSON, every change included")
+    diff.add_argument("--show", type=_positive_int, default=20, help="changes listed each way (default 20)")
+    diff.set_defaults(handler=cmd_diff)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """`potrun report results.jsonl [--summary S.json] --html report.html | --markdown report.md`."""
+    from potrun.durable import check_output_path, write_text_output
+    from potrun.html_report import load_report, render_html, render_markdown
+
+    option, output, render = (
+        ("--html", args.html, render_html) if args.html else ("--markdown", args.markdown, render_markdown)
+    )
+    check_output_path(option, output, [args.results] + ([args.summary] if args.summary else []))
+    write_text_output(option, output, render(load_report(args.results, args.summary)))
+    return EXIT_OK
+
+
+def _add_report_command(commands: Any) -> None:
+    report = commands.add_parser("report", help="a report to look at (HTML with charts, or markdown) of a run")
+    report.add_argument("results", help="the run's --out file")
+    report.add_argument("--summary", default=None, help="the run's --summary-json (its run record and intervals)")
+    formats = report.add_mutually_exclusive_group(required=True)
+    formats.add_argument("--html", help="write one self-contained HTML file here (charts inline, nothing fetched)")
+    formats.add_argument("--markdown", help="write the same tables as markdown here (no charts)")
+    report.set_defaults(handler=cmd_report)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from potrun.bench import run_bench
     from potrun.records import CODE_FIELDS
@@ -699,6 +746,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     doctor.set_defaults(handler=cmd_doctor)
     _add_image_commands(commands)
+    _add_diff_command(commands)
+    _add_report_command(commands)
 
     bench = commands.add_parser("bench", help="throughput of potrun beside in-process exec on a corpus")
     bench.add_argument("corpus", help="JSON Lines of records with programs (as for check)")

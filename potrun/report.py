@@ -184,6 +184,9 @@ class Summary:
             "accuracy": round(self.accuracy(), 6),
             "preset": self.presets[0],
             "accuracy_by_preset": {p: round(self.accuracy(p), 6) for p in self.presets},
+            "accuracy_ci95_by_preset": {
+                p: proportion(self.correct[p], self.graded).to_json()["ci95"] for p in self.presets
+            },
             "execution_rate": round(self.execution_rate, 6),
             "status_counts": dict(self.status_counts),
             "timeouts": dict(self.timeouts),
