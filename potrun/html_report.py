@@ -248,7 +248,8 @@ h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
 table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #ccc; padding: 3px 8px; }
 th { background: #f3f3f3; text-align: left; } td { vertical-align: top; }
 pre { margin: 0; max-width: 480px; max-height: 12em; overflow: auto; font-size: 0.85em; }
-.charts { display: flex; flex-wrap: wrap; gap: 1em; } .chart { margin: 0; } .chart svg { max-width: 530px; height: auto; }
+.charts { display: flex; flex-wrap: wrap; gap: 1em; }
+.chart { margin: 0; } .chart svg { max-width: 530px; height: auto; }
 """
 
 
