@@ -52,7 +52,7 @@ class Table:
 
     title: str
     header: tuple[str, ...]
-    rows: list[tuple[str, ...]]
+    rows: Sequence[tuple[str, ...]]
     anchor: str
 
 
@@ -63,9 +63,12 @@ def load_report(results_path: str | Path, summary_path: str | Path | None = None
     presets = tuple(given["accuracy_by_preset"]) if given else (AS_RUN,)
     rebuilt = Summary(presets)
     report = Report(str(results_path), {}, given is not None)
+    named: tuple[str, ...] | None = None  # the presets, named by the lines of a run with several
     for data in _result_lines(results_path):
         result = RecordResult.from_json(data, presets)
         rebuilt.add(result)
+        if named is None and isinstance(data.get("verdicts"), dict):
+            named = tuple(data["verdicts"])
         if not result.scored:
             continue
         report.wall_s.append(result.wall_s)
@@ -73,6 +76,7 @@ def load_report(results_path: str | Path, summary_path: str | Path | None = None
         if result.correct is False and len(report.failures) < FAILURES:
             report.failures.append(data)
     if given is None:
+        rebuilt.presets = named or presets
         summary = rebuilt.finish().to_json()
         summary["run"] = {}  # the rebuilt one would hold this report's time, not the run's
         report.summary = summary

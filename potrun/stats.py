@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile: a two-sided 95% interval
 BOOTSTRAP_SEED = 0
@@ -35,7 +36,7 @@ class Estimate:
     method: str  # "wilson" or "bootstrap"
     n: int
 
-    def to_json(self) -> dict[str, float | int | str]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "value": round(self.value, 6),
             "se": round(self.se, 6),
@@ -94,7 +95,7 @@ def mcnemar_exact_p(only_a: int, only_b: int) -> float:
         return 1.0
     smaller = min(only_a, only_b)
     tail = sum(math.comb(n, i) for i in range(smaller + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    return float(min(1.0, 2 * tail))
 
 
 __all__ = [

@@ -17,7 +17,9 @@ GOLD = 5
 def run(tmp_path: Path, name: str, answers: list[int | str]) -> Path:
     """`potrun check` on records 0..n-1 whose programs answer `answers`; its --out file."""
     preds = tmp_path / f"{name}.jsonl"
-    lines = [json.dumps({"id": f"q{i}", "output": f"ans = {answer}", "answer": GOLD}) for i, answer in enumerate(answers)]
+    lines = [
+        json.dumps({"id": f"q{i}", "output": f"ans = {answer}", "answer": GOLD}) for i, answer in enumerate(answers)
+    ]
     preds.write_text("\n".join(lines) + "\n")
     out = tmp_path / f"{name}.out.jsonl"
     assert main(["check", str(preds), "--out", str(out), "--quiet", "--workers", "1"]) == 0
@@ -44,7 +46,13 @@ def test_changes_both_ways_and_a_difference_that_is_not_significant(
     assert [c["id"] for c in diff["became_correct"]] == ["q2", "q3", "q8"]
     assert [c["id"] for c in diff["became_wrong"]] == ["q1", "q9"]
     assert diff["became_wrong"][1] == {
-        "line": 10, "id": "q9", "gold": GOLD, "value_a": 5, "value_b": None, "status_a": "ok", "status_b": "error"
+        "line": 10,
+        "id": "q9",
+        "gold": GOLD,
+        "value_a": 5,
+        "value_b": None,
+        "status_a": "ok",
+        "status_b": "error",
     }
     assert (diff["paired"], diff["both_correct"], diff["both_wrong"]) == (10, 4, 1)
     assert diff["accuracy_a"]["value"] == 0.6 and diff["accuracy_b"]["value"] == 0.7
@@ -52,7 +60,7 @@ def test_changes_both_ways_and_a_difference_that_is_not_significant(
     assert diff["mcnemar_p"] == pytest.approx(binomial_two_sided(2, 3)) and diff["significant"] is False
     assert main(["diff", str(a), str(b)]) == 0
     text = capsys.readouterr().out
-    assert "not significant at 0.05" in text and "line 3 (id \"q2\")" in text
+    assert "not significant at 0.05" in text and 'line 3 (id "q2")' in text
 
 
 def test_eight_fixes_and_no_break_are_significant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -90,8 +90,14 @@ def test_mcnemar_exact_p_is_twice_the_binomial_tail(only_a: int, only_b: int) ->
 
 def result(line: int, correct: bool | None, *, score: float | None = None, **extra: object) -> RecordResult:
     return RecordResult(
-        line, line, "ok", correct=correct, verdicts=None if correct is None else {"default": correct}, score=score, **extra
-    )  # type: ignore[arg-type]
+        line,
+        line,
+        "ok",
+        correct=correct,
+        verdicts=None if correct is None else {"default": correct},
+        score=score,
+        **extra,
+    )
 
 
 def test_a_continuous_score_gets_a_bootstrap_mean_over_every_graded_record() -> None:
@@ -185,7 +191,8 @@ def test_run_record_traces_the_number_to_its_run(tmp_path: Path) -> None:
     assert run["inputs"]["gold"]["sha256"] == hashlib.sha256(golds.read_bytes()).hexdigest()
     assert run["check_options"]["presets"] == ["pot"] and run["check_options"]["mode"] == "pot"
     config = run["sandbox_config"]
-    assert (config["timeout"], config["memory_mb"], config["policy"], config["backend"]) == (3.0, 1024, "restricted", "process")
+    assert config["timeout"] == 3.0 and config["memory_mb"] == 1024
+    assert config["policy"] == "restricted" and config["backend"] == "process"
     assert config["limits"]["timeout_s"] == 3.0 and config["limits"]["wall_limit_s"] == 15.0
     assert run["tiers_used"] == sorted(summary["isolation_counts"])
     assert run["machine"]["cores"] == os.cpu_count() and run["machine"]["numpy"] == np.__version__
@@ -203,7 +210,8 @@ def test_a_stream_is_recorded_without_a_hash_and_says_why(tmp_path: Path) -> Non
 
 def test_pass_at_k_has_its_interval(tmp_path: Path) -> None:
     records = [
-        {"id": i, "generated": ["ans = 2", "ans = 3"] if i % 2 else ["ans = 3", "ans = 3"], "answer": 2} for i in range(8)
+        {"id": i, "generated": ["ans = 2", "ans = 3"] if i % 2 else ["ans = 3", "ans = 3"], "answer": 2}
+        for i in range(8)
     ]
     summary = check(tmp_path, write_jsonl(tmp_path / "preds.jsonl", records), "--k", "1,2")
     samples = summary["samples"]
