@@ -341,7 +341,8 @@ def _accuracy_chart(plt: Any, title: str, bars: list[tuple[str, float, list[floa
         [value - (ci[0] if ci else value) for _, value, ci in bars],
         [(ci[1] if ci else value) - value for _, value, ci in bars],
     ]
-    axes.barh(labels, values, xerr=errors, color="#4c72b0", ecolor="#222", capsize=3)
+    bars = axes.barh(labels, values, xerr=errors, color="#4c72b0", ecolor="#222", capsize=3)
+    axes.bar_label(bars, labels=[f"{value:.4f}" for value in values], label_type="center", color="white", fontsize=8)
     axes.invert_yaxis()
     axes.set_xlim(0, 1)
     axes.set_title(f"{title} (95% interval)", fontsize=10)
@@ -350,23 +351,30 @@ def _accuracy_chart(plt: Any, title: str, bars: list[tuple[str, float, list[floa
 
 def _counts_chart(plt: Any, title: str, counts: dict[str, int]) -> Any:
     figure, axes = plt.subplots(figsize=(5.2, 0.6 + 0.32 * max(len(counts), 2)))
-    axes.barh([_label(name) for name in counts], list(counts.values()), color="#55a868")
+    bars = axes.barh([_label(name) for name in counts], list(counts.values()), color="#55a868")
+    axes.bar_label(bars, padding=2, fontsize=8)  # a count of 2 beside one of 1,296 is no visible bar
+    axes.margins(x=0.12)
     axes.invert_yaxis()
     axes.set_title(title, fontsize=10)
     return figure
 
 
 def _histogram(plt: Any, title: str, seconds: list[float]) -> Any:
-    """A histogram of timings on a logarithmic axis (they span microseconds to the limit)."""
+    """A histogram of timings, both axes logarithmic: they span microseconds to the limit, and the
+    few slow records that matter would be invisible bars beside a thousand fast ones."""
     import numpy as np
 
     figure, axes = plt.subplots(figsize=(5.2, 2.6))
-    values = np.maximum(np.asarray(seconds, dtype=np.float64), MIN_SECONDS)
+    values = np.asarray(seconds, dtype=np.float64)
+    under = int((values < MIN_SECONDS).sum())
     if len(values):
+        values = np.maximum(values, MIN_SECONDS)
         low, high = float(values.min()), float(values.max())
         bins = np.logspace(np.log10(low), np.log10(max(high, low * 10)), HISTOGRAM_BINS)
-        axes.hist(values, bins=bins, color="#8172b2")
+        axes.hist(values, bins=bins, color="#8172b2", log=True)
         axes.set_xscale("log")
+    if under:  # a clock's resolution (CPU time counts in ticks) or a record not timed
+        title += f"\n{under} of {len(values)} under {MIN_SECONDS:g} s, counted in the first bin"
     axes.set_title(title, fontsize=10)
     axes.set_ylabel("records")
     return figure
