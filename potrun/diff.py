@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,15 +37,7 @@ class Change:
     status_b: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "id": self.id,
-            "gold": self.gold,
-            "value_a": self.value_a,
-            "value_b": self.value_b,
-            "status_a": self.status_a,
-            "status_b": self.status_b,
-        }
+        return asdict(self)
 
 
 @dataclass
