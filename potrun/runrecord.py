@@ -79,10 +79,18 @@ def run_record(
         "potrun_version": potrun.__version__,
         "command": ["potrun", *command] if command is not None else None,
         "inputs": {role: file_identity(path) for role, path in inputs.items()},
-        "check_options": dataclasses.asdict(check_options),
+        "check_options": _options(check_options),
         "sandbox_config": config,
         "machine": machine(),
     }
+
+
+def _options(check_options: CheckOptions) -> dict[str, Any]:
+    """The check options as data; a benchmark's rules (code, not data) by the benchmark's name."""
+    options = {option.name: getattr(check_options, option.name) for option in dataclasses.fields(check_options)}
+    options["compare_options"] = dict(check_options.compare_options)
+    options["benchmark"] = check_options.benchmark.name if check_options.benchmark is not None else None
+    return options
 
 
 __all__ = ["file_identity", "machine", "run_record", "utc_now"]
