@@ -6,7 +6,9 @@
 - A mean of scores in [0, 1] that are not all 0 or 1 (a continuous score such as LongDocURL's, pass@k
   over several samples) has a **percentile bootstrap** interval: `BOOTSTRAP_RESAMPLES` resamples drawn
   with numpy's default generator seeded with `BOOTSTRAP_SEED`, so the same scores give the same interval
-  in every run and on every machine.
+  in every run and on every machine. It draws BOOTSTRAP_RESAMPLES x n indexes, in chunks of 2 million
+  (32 MB): about 5 s for 100,000 scores on a busy 2-core machine, and only for such scores (verdicts
+  alone need none: their interval is Wilson's).
 - Two runs on the same records are compared with **McNemar's exact test**: under "no difference" each
   record whose verdict changed went either way with probability 1/2, so the p-value is the two-sided
   binomial probability of a split at least as uneven as the one seen among the discordant records.
@@ -22,7 +24,7 @@ from typing import Any
 Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile: a two-sided 95% interval
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 2000
-_BOOTSTRAP_CHUNK = 10_000_000  # indexes drawn at once: bounds the bootstrap's memory whatever n is
+_BOOTSTRAP_CHUNK = 2_000_000  # indexes drawn at once: bounds the bootstrap's memory whatever n is
 
 
 @dataclass(frozen=True, slots=True)
