@@ -30,7 +30,8 @@ def utc_now() -> str:
 
 
 def file_identity(path: str | Path) -> dict[str, Any]:
-    """`path`, `size_bytes` and `sha256` of an input; for a stream both null and a `reason`."""
+    """`path` (as given, and resolved), `size_bytes` and `sha256` of an input; for a stream size and
+    hash are null and a `reason` says why."""
     from potrun.records import is_stream
 
     if is_stream(path):
@@ -41,7 +42,12 @@ def file_identity(path: str | Path) -> dict[str, Any]:
         while chunk := handle.read(_HASH_CHUNK):
             digest.update(chunk)
             size += len(chunk)
-    return {"path": str(path), "size_bytes": size, "sha256": digest.hexdigest()}
+    return {
+        "path": str(path),
+        "absolute_path": str(Path(path).resolve()),
+        "size_bytes": size,
+        "sha256": digest.hexdigest(),
+    }
 
 
 def machine() -> dict[str, Any]:

@@ -185,6 +185,7 @@ def test_run_record_traces_the_number_to_its_run(tmp_path: Path) -> None:
     content = preds.read_bytes()
     assert run["inputs"]["preds"] == {
         "path": str(preds),
+        "absolute_path": str(preds.resolve()),
         "size_bytes": len(content),
         "sha256": hashlib.sha256(content).hexdigest(),
     }
