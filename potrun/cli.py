@@ -80,8 +80,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from potrun.pipeline import CheckOptions, load_golds
     from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
     from potrun.report import Progress, Summary, render
+    from potrun.runrecord import run_record
 
     benchmark = _benchmark_run(args)
+    if benchmark is not None and args.by:
+        raise UsageError("--by is not for --benchmark: a benchmark breaks its results down by its own fields")
     options = (
         CheckOptions(benchmark=benchmark, presets=(args.benchmark,))
         if benchmark
@@ -96,6 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             strict=args.strict,
             checklist_field=args.checklist_field or None,
             checker_field=args.checker_field or None,
+            by_fields=_fields(args.by, ()),
         )
     )
     if benchmark is None:
@@ -160,6 +164,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if benchmark is not None:
         summary.settings["benchmark"] = benchmark.name
         summary.metrics = benchmark.metrics(results)
+    summary.run = run_record(
+        inputs={"preds": args.preds, **({"gold": args.gold} if args.gold else {})},
+        check_options=options,
+        sandbox_config=engine.config,
+        command=args.words,
+    )
     if not args.quiet:
         render(summary)
     if args.summary_json:
@@ -317,6 +327,53 @@ def _add_package_option(parser: argparse.ArgumentParser) -> None:
         metavar="PACKAGE",
         help="another package to install into the image (e.g. sympy); repeatable",
     )
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """`potrun diff A.jsonl B.jsonl [--json]`: the records whose verdict changed, and McNemar's test."""
+    from potrun.diff import diff_runs, render_diff
+
+    diff = diff_runs(args.a, args.b)
+    if args.json:
+        print(json.dumps(diff.to_json(), indent=2))
+    else:
+        render_diff(diff, show=args.show)
+    return EXIT_OK
+
+
+def _add_diff_command(commands: Any) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="compare two runs' --out files: the verdicts that changed, and whether the difference is significant",
+    )
+    diff.add_argument("a", help="the --out file of run A")
+    diff.add_argument("b", help="the --out file of run B (same records)")
+    diff.add_argument("--json", action="store_true", help="print the comparison as JSON, every change included")
+    diff.add_argument("--show", type=_positive_int, default=20, help="changes listed each way (default 20)")
+    diff.set_defaults(handler=cmd_diff)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """`potrun report results.jsonl [--summary S.json] --html report.html | --markdown report.md`."""
+    from potrun.durable import check_output_path, write_text_output
+    from potrun.html_report import load_report, render_html, render_markdown
+
+    option, output, render = (
+        ("--html", args.html, render_html) if args.html else ("--markdown", args.markdown, render_markdown)
+    )
+    check_output_path(option, output, [args.results] + ([args.summary] if args.summary else []))
+    write_text_output(option, output, render(load_report(args.results, args.summary)))
+    return EXIT_OK
+
+
+def _add_report_command(commands: Any) -> None:
+    report = commands.add_parser("report", help="a report to look at (HTML with charts, or markdown) of a run")
+    report.add_argument("results", help="the run's --out file")
+    report.add_argument("--summary", default=None, help="the run's --summary-json (its run record and intervals)")
+    formats = report.add_mutually_exclusive_group(required=True)
+    formats.add_argument("--html", help="write one self-contained HTML file here (charts inline, nothing fetched)")
+    formats.add_argument("--markdown", help="write the same tables as markdown here (no charts)")
+    report.set_defaults(handler=cmd_report)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -627,6 +684,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
     check.add_argument(
+        "--by",
+        default=None,
+        metavar="FIELD[,FIELD]",
+        help="break the accuracy down by these fields' values (field paths: source, doc.task)",
+    )
+    check.add_argument(
         "--strict",
         action="store_true",
         help="stop at the first bad record (exit 2); with --benchmark: potrun's rules, not the official quirks",
@@ -683,6 +746,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     doctor.set_defaults(handler=cmd_doctor)
     _add_image_commands(commands)
+    _add_diff_command(commands)
+    _add_report_command(commands)
 
     bench = commands.add_parser("bench", help="throughput of potrun beside in-process exec on a corpus")
     bench.add_argument("corpus", help="JSON Lines of records with programs (as for check)")

@@ -35,7 +35,7 @@ from potrun.process_golds import (
     checklist_outcome,
     read_process_gold,
 )
-from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, first_field, read_records
+from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, field_value, first_field, read_records
 from potrun.sandbox.api import SandboxLike
 from potrun.sandbox.protocol import RunRequest
 from potrun.scoring import majority_vote, pass_at_k
@@ -65,6 +65,7 @@ class CheckOptions:
     checklist_field: str | None = "checklist"  # process golds (potrun.process_golds); None: not read
     checker_field: str | None = "checker"
     benchmark: BenchmarkRun | None = None  # --benchmark: its rules replace all of the above (potrun.benchmarks)
+    by_fields: tuple[str, ...] = ()  # field paths whose values RecordResult.fields carries (`--by`)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -94,6 +95,7 @@ class Prepared:
     outcome: str | None = None  # skipped / bad_record: nothing to run
     message: str | None = None
     process: ProcessGold | None = None  # a checklist or checker (potrun.process_golds)
+    fields: dict[str, Any] | None = None  # the --by fields' values
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +317,8 @@ def prepare(item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any,
     id_found = first_field(data, options.id_fields)
     record_id = id_found[1] if id_found is not None else item.line
     prepared = Prepared(item.line, record_id)
+    if options.by_fields:  # a field the record lacks is None: its own group, never a silent drop
+        prepared.fields = {name: field_value(data, name, None) for name in options.by_fields}
     code_found = first_field(data, options.code_fields)
     if code_found is None:
         prepared.outcome = SKIPPED
@@ -384,7 +388,9 @@ def finish(
 ) -> RecordResult:
     """Combine a record's samples and their results into its verdict (`sandbox` runs checker golds)."""
     if prepared.outcome is not None:
-        return RecordResult(prepared.line, prepared.id, prepared.outcome, error=prepared.message)
+        return RecordResult(
+            prepared.line, prepared.id, prepared.outcome, error=prepared.message, fields=prepared.fields
+        )
     results = iter(executed)
     outcomes = [_sample_outcome(sample, results) for sample in prepared.samples]
     main, process = outcomes[0], prepared.process
@@ -429,6 +435,7 @@ def finish(
         checklist_passed=checklist_passed,
         checklist_missing=checklist_missing,
         checker=checker_report(checked.get(0)) if checked is not None else None,
+        fields=prepared.fields,
     )
     return _with_answer_reading(result, prepared.samples[0], options)
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import heapq
+import json
 import sys
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from potrun.pipeline import BAD_RECORD, NO_GOLD, SKIPPED, RecordResult
+from potrun.runrecord import utc_now
+from potrun.stats import Estimate, mean_with_bootstrap, proportion
 
 SLOWEST = 5
+MAX_GROUPS = 1000  # distinct values a --by field is broken down into; the rest count as OTHER_GROUP
+OTHER_GROUP = "(other)"
+TABLE_GROUPS = 12  # values of a --by field the table shows; --summary-json has them all
+MISSING_GROUP = "(missing)"
 
 
 @dataclass
@@ -41,7 +49,18 @@ class Summary:
     checklist_records: int = 0  # records with a checklist (potrun.process_golds)
     checklist_passed: int = 0
     checklist_correct: int = 0  # correct AND checklist passed
+    error_type_counts: Counter[str] = field(default_factory=Counter)
+    # Scores of graded records (RecordResult.score, else correct as 1/0): while every one is 0 or 1 only
+    # their count is kept (their mean is the accuracy); the first other score starts the list a bootstrap
+    # needs, so a run of verdicts keeps its memory flat.
+    score_ones: int = 0
+    scores: array[float] | None = None
+    pass_at_k_values: dict[str, array[float]] = field(default_factory=dict)  # per record, for its interval
+    by: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # field -> value -> [graded, correct]
     metrics: dict[str, Any] = field(default_factory=dict)  # a benchmark's own metrics (potrun.benchmarks)
+    run: dict[str, Any] = field(default_factory=dict)  # the run's record (potrun.runrecord), written as `run`
+    started_at: str = field(default_factory=utc_now)
+    ended_at: str | None = None
     started: float = field(default_factory=time.perf_counter)
     elapsed_s: float = 0.0
 
@@ -65,10 +84,14 @@ class Summary:
             self.timeouts[result.timeout_kind] += 1
         if result.isolation:
             self.isolation_counts[result.isolation] += 1
+        if result.error_type:
+            self.error_type_counts[result.error_type] += 1
         if result.correct is not None:
             self.graded += 1
             for preset, verdict in (result.verdicts or {self.presets[0]: result.correct}).items():
                 self.correct[preset] += bool(verdict)
+            self._add_score(result.score if result.score is not None else float(result.correct))
+            self._add_groups(result.fields or {}, result.correct)
         entry = (result.wall_s, result.line, result.id, result.status)
         if len(self.slowest) < SLOWEST:
             heapq.heappush(self.slowest, entry)
@@ -81,16 +104,36 @@ class Summary:
             self.checklist_passed += result.checklist_passed
             self.checklist_correct += result.checklist_passed and result.correct is True
 
+    def _add_score(self, score: float) -> None:
+        if self.scores is None and score in (0.0, 1.0):
+            self.score_ones += score == 1.0
+            return
+        if self.scores is None:  # the first continuous score: the 0/1 scores so far, in any order
+            self.scores = array("d", [1.0] * self.score_ones + [0.0] * (self.graded - 1 - self.score_ones))
+        self.scores.append(score)
+
+    def _add_groups(self, fields: Mapping[str, Any], correct: bool) -> None:
+        for name, value in fields.items():
+            groups = self.by.setdefault(name, {})
+            key = _group_key(value)
+            if key not in groups and len(groups) >= MAX_GROUPS:
+                key = OTHER_GROUP
+            counts = groups.setdefault(key, [0, 0])
+            counts[0] += 1
+            counts[1] += correct
+
     def _add_samples(self, samples: Mapping[str, Any]) -> None:
         self.sample_records += 1
         self.samples_total += samples["n"]
         self.samples_executed += samples["executed"]
         for k, value in samples.get("pass@k", {}).items():
             self.pass_at_k[k] += value
+            self.pass_at_k_values.setdefault(k, array("d")).append(value)
         self.majority_correct += bool(samples.get("majority_correct"))
 
     def finish(self) -> Summary:
         self.elapsed_s = time.perf_counter() - self.started
+        self.ended_at = utc_now()
         return self
 
     @property
@@ -100,6 +143,26 @@ class Summary:
     def accuracy(self, preset: str | None = None) -> float:
         return self.correct[preset or self.presets[0]] / self.graded if self.graded else 0.0
 
+    def accuracy_estimate(self) -> Estimate:
+        """The accuracy (first preset) with its standard error and 95% Wilson interval."""
+        return proportion(self.correct[self.presets[0]], self.graded)
+
+    def score_estimate(self) -> Estimate | None:
+        """The mean score with its bootstrap interval, when some score is not 0 or 1 (else None: the
+        mean is the accuracy)."""
+        return mean_with_bootstrap(self.scores) if self.scores is not None else None
+
+    def pass_at_k_estimates(self) -> dict[str, Estimate]:
+        """pass@k over the records with several samples, each with its bootstrap interval."""
+        return {k: mean_with_bootstrap(values) for k, values in self.pass_at_k_values.items()}
+
+    def breakdowns(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Accuracy by each --by field's value: n graded, correct, accuracy, se and 95% interval."""
+        return {
+            name: {key: _group_json(*counts) for key, counts in sorted(groups.items())}
+            for name, groups in self.by.items()
+        }
+
     def checklist_accuracy(self) -> float:
         return self.checklist_correct / self.checklist_records if self.checklist_records else 0.0
 
@@ -108,6 +171,7 @@ class Summary:
         return self.status_counts["ok"] / self.scored if self.scored else 0.0
 
     def to_json(self) -> dict[str, Any]:
+        accuracy = self.accuracy_estimate().to_json()
         data: dict[str, Any] = {
             "total": self.total,
             "scored": self.scored,
@@ -120,11 +184,18 @@ class Summary:
             "accuracy": round(self.accuracy(), 6),
             "preset": self.presets[0],
             "accuracy_by_preset": {p: round(self.accuracy(p), 6) for p in self.presets},
+            "accuracy_ci95_by_preset": {
+                p: proportion(self.correct[p], self.graded).to_json()["ci95"] for p in self.presets
+            },
             "execution_rate": round(self.execution_rate, 6),
             "status_counts": dict(self.status_counts),
             "timeouts": dict(self.timeouts),
             "isolation_counts": dict(self.isolation_counts),
             "extraction_counts": dict(self.extraction_counts),
+            "accuracy_se": accuracy["se"],
+            "accuracy_ci95": accuracy["ci95"],
+            "accuracy_interval": accuracy["method"],
+            "error_type_counts": dict(self.error_type_counts.most_common()),
             "slowest": [
                 {"id": i, "line": line, "wall_s": round(w, 4), "status": s}
                 for w, line, i, s in sorted(self.slowest, reverse=True)
@@ -143,10 +214,40 @@ class Summary:
             data["samples"] = {
                 "records": self.sample_records,
                 "pass@k": {k: round(v / self.sample_records, 6) for k, v in self.pass_at_k.items()},
+                "pass@k_ci95": {k: e.to_json()["ci95"] for k, e in self.pass_at_k_estimates().items()},
                 "majority_accuracy": round(self.majority_correct / self.sample_records, 6),
                 "executed_fraction": round(self.samples_executed / self.samples_total, 6),
             }
+        score = self.score_estimate()
+        if score is not None:
+            data["score_mean"] = score.to_json()
+        if self.by:
+            data["by"] = self.breakdowns()
+        data["run"] = {
+            **self.run,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "tiers_used": sorted(self.isolation_counts),
+        }
         return data
+
+
+def _group_key(value: Any) -> str:
+    """A --by field's value as a group's name: a string as it is, anything else as JSON."""
+    if value is None:
+        return MISSING_GROUP
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _group_json(graded: int, correct: int) -> dict[str, Any]:
+    estimate = proportion(correct, graded).to_json()
+    return {
+        "n": graded,
+        "correct": correct,
+        "accuracy": estimate["value"],
+        "se": estimate["se"],
+        "ci95": estimate["ci95"],
+    }
 
 
 def render(summary: Summary, stream: TextIO | None = None) -> None:
@@ -160,9 +261,14 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     table.add_column(style="bold")
     table.add_column(justify="right")
     for preset in summary.presets:
+        estimate = proportion(summary.correct[preset], summary.graded)
         table.add_row(
-            f"accuracy ({preset})", f"{summary.accuracy(preset):.4f}  ({summary.correct[preset]}/{summary.graded})"
+            f"accuracy ({preset})",
+            f"{summary.accuracy(preset):.4f}  ({summary.correct[preset]}/{summary.graded})  {_interval(estimate)}",
         )
+    score = summary.score_estimate()
+    if score is not None:
+        table.add_row("mean score", f"{score.value:.4f}  {_interval(score)}")
     if summary.checklist_records:
         table.add_row(
             "accuracy + checklist",
@@ -184,9 +290,26 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
         table.add_row("tiers", ", ".join(f"{k} {v}" for k, v in summary.isolation_counts.most_common()))
     if summary.extraction_counts:
         table.add_row("extraction", ", ".join(f"{k} {v}" for k, v in summary.extraction_counts.most_common()))
+    if summary.error_type_counts:
+        table.add_row("error types", ", ".join(f"{k} {v}" for k, v in summary.error_type_counts.most_common(6)))
+    for name, groups in data.get("by", {}).items():
+        largest = sorted(groups.items(), key=lambda item: -item[1]["n"])  # the largest groups first
+        for key, group in largest[:TABLE_GROUPS]:
+            low, high = group["ci95"]
+            table.add_row(
+                f"  {name} = {_shown(key)}",
+                f"{group['accuracy']:.4f}  ({group['correct']}/{group['n']})  95% CI [{low:.4f}, {high:.4f}]",
+            )
+        if len(groups) > TABLE_GROUPS:
+            table.add_row(f"  {name}", f"... {len(groups) - TABLE_GROUPS} more values (--summary-json has all)")
     if "samples" in data:
         samples = data["samples"]
-        table.add_row("pass@k", ", ".join(f"@{k} {v:.4f}" for k, v in samples["pass@k"].items()))
+        table.add_row(
+            "pass@k",
+            ", ".join(
+                f"@{k} {e.value:.4f} [{e.low:.4f}, {e.high:.4f}]" for k, e in summary.pass_at_k_estimates().items()
+            ),
+        )
         table.add_row("majority vote", f"{samples['majority_accuracy']:.4f}")
         table.add_row("samples executed", f"{samples['executed_fraction']:.4f}")
     for name, value in _flat(summary.metrics):
@@ -197,6 +320,16 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     for key in ("policy", "backend", "isolation", "workers", "engine", "cache_hits"):
         if key in data:
             table.add_row(key, str(data[key]))
+    for role, identity in data["run"].get("inputs", {}).items():
+        digest = f"sha256 {identity['sha256'][:16]}..." if identity["sha256"] else identity.get("reason", "")
+        table.add_row(f"input ({role})", f"{_shown(identity['path'])}  {digest}")
+    if "machine" in data["run"]:
+        machine = data["run"]["machine"]
+        table.add_row(
+            "run",
+            f"potrun {data['run']['potrun_version']}, Python {machine['python']}, numpy {machine['numpy']}, "
+            f"{machine['cores']} cores, {data['run']['started_at']} to {data['run']['ended_at']}",
+        )
     console.print(table)
     for line, message in summary.bad_lines:
         console.print(f"[yellow]bad record[/] line {line}: {message}")
@@ -211,6 +344,18 @@ def _flat(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]
         else:
             rows.append((f"{prefix}{name}", value))
     return rows
+
+
+def _interval(estimate: Estimate) -> str:
+    return f"± {estimate.se:.4f}, 95% CI [{estimate.low:.4f}, {estimate.high:.4f}]"
+
+
+def _shown(text: str) -> str:
+    """A value from the input as the table shows it: no markup, no control characters, cut short."""
+    from rich.markup import escape
+
+    text = json.dumps(text)[1:-1] if any(ch < " " for ch in text) else text
+    return escape(text if len(text) <= 40 else text[:37] + "...")
 
 
 class Progress:

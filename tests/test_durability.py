@@ -32,7 +32,7 @@ from potrun.types import Limits
 
 RECORDS = 400
 WORKER_MODULE = "potrun.sandbox.worker"
-RUN_STATISTICS = ("elapsed_s", "programs_per_s", "slowest", "cache_hits")
+RUN_STATISTICS = ("elapsed_s", "programs_per_s", "slowest", "cache_hits", "run")  # "run": its times and command
 BASE_ARGS = ["--workers", "2", "--timeout", "5", "--quiet"]
 
 

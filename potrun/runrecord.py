@@ -1,0 +1,102 @@
+"""The run's record: what a reported number can be traced back to.
+
+potrun's version, every option and limit in force (the check options and the SandboxConfig), the
+inputs (path, size and SHA-256), when the run started and ended (UTC, ISO 8601) and the machine (cores,
+Python, numpy, platform). A regular file is hashed whole after the run, in chunks (a 10 GB file is not
+held); a stream (standard input, a pipe, a FIFO) was read once and is gone, so its size and hash are
+null with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from potrun.pipeline import CheckOptions
+    from potrun.sandbox.api import SandboxConfig
+
+_HASH_CHUNK = 1 << 20
+
+
+def utc_now() -> str:
+    """The current time, UTC, ISO 8601 to the second (`2026-12-02T05:27:40Z`)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def file_identity(path: str | Path) -> dict[str, Any]:
+    """`path` (as given, and resolved), `size_bytes` and `sha256` of an input; for a stream size and
+    hash are null and a `reason` says why."""
+    from potrun.records import is_stream
+
+    if is_stream(path):
+        return {"path": str(path), "size_bytes": None, "sha256": None, "reason": "a stream: read once, not hashed"}
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return {
+        "path": str(path),
+        "absolute_path": str(Path(path).resolve()),
+        "size_bytes": size,
+        "sha256": digest.hexdigest(),
+    }
+
+
+def machine() -> dict[str, Any]:
+    """The machine that ran: cores, Python, numpy, platform."""
+    import numpy
+
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def run_record(
+    *,
+    inputs: dict[str, str | Path],
+    check_options: CheckOptions,
+    sandbox_config: SandboxConfig,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """The record of one `potrun check`: `inputs` by role (`preds`, `gold`), the CheckOptions and the
+    SandboxConfig as data (with the limits the config resolves to) and the machine. The Summary adds
+    the start and end times and the tiers used."""
+    import potrun
+
+    limits = sandbox_config.limits
+    config = dataclasses.asdict(sandbox_config) | {
+        "tier": str(sandbox_config.tier),
+        "worker_count": sandbox_config.worker_count,
+        "limits": dataclasses.asdict(limits) | {"wall_limit_s": limits.wall_limit_s},
+    }
+    return {
+        "potrun_version": potrun.__version__,
+        "command": ["potrun", *command] if command is not None else None,
+        "inputs": {role: file_identity(path) for role, path in inputs.items()},
+        "check_options": _options(check_options),
+        "sandbox_config": config,
+        "machine": machine(),
+    }
+
+
+def _options(check_options: CheckOptions) -> dict[str, Any]:
+    """The check options as data; a benchmark's rules (code, not data) by the benchmark's name."""
+    options = {option.name: getattr(check_options, option.name) for option in dataclasses.fields(check_options)}
+    options["compare_options"] = dict(check_options.compare_options)
+    options["benchmark"] = check_options.benchmark.name if check_options.benchmark is not None else None
+    return options
+
+
+__all__ = ["file_identity", "machine", "run_record", "utc_now"]
