@@ -241,6 +241,8 @@ SYNOPSIS = {
     "potrun doctor [--backend docker] [--cleanup]",
     "potrun image build [--base B]",
     "potrun bench CORPUS",
+    "potrun diff A.jsonl B.jsonl",
+    "potrun report results.jsonl [--summary S.json] --html report.html",
 }
 
 # The Python blocks (by their first line) and what they print.
@@ -289,6 +291,11 @@ ELSEWHERE = {
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --isolation fork": LONG,
     "potrun check results.jsonl --benchmark longdocurl --out scored.jsonl --summary-json summary.json": "a placeholder; tests/test_benchmark_*.py run --benchmark on every benchmark's samples",
     "potrun check FILE --benchmark NAME": PROSE,
+    "potrun check ../shared/data/pot/gsm8k_fewshot_codex.jsonl --compare pot --summary-json s.json --out r.jsonl": "its figures come from the reproduction runs above (RUN); tests/test_summary.py checks the intervals",
+    "potrun diff pot.jsonl default.jsonl": "tests/test_diff.py runs potrun diff on two runs with known changes",
+    "pip install 'potrun[report]' && potrun report r.jsonl --summary s.json --html report.html": "tests/test_html_report.py makes the report of a GSM8K run and opens it in Chromium",
+    "potrun diff": PROSE,
+    "potrun report": PROSE,
     "potrun check preds.jsonl": "a placeholder for the user's file (the bundled example runs in .ci/check-wheel)",
     "potrun check PREDS --out FILE --resume": "a placeholder; resuming is tested in tests/test_durability.py",
     "python -s -P -m potrun.sandbox.worker": "the worker's command line: the pool starts it in every sandbox test",
@@ -302,6 +309,7 @@ ELSEWHERE = {
 TEXT = {
     '{"line": 3, "id": "fin-003", "ok": false, "problems": [{"code": "runtime_error", "severity": "error",': "test_validate_output_example",
     "potrun/": "test_layout_names_real_modules",
+    "paired records graded in both runs: 1318 (unpaired: 0 in A, 0 in B; not graded in one or both: 0)": "potrun diff's output on the GSM8K runs of --compare pot and default, as printed; tests/test_diff.py checks its lines on runs with known changes",
     "# verl (trainer config): the batch manager is the fastest, one batch through the pool": "tests/test_integrations.py: verl's loader of custom_reward_function.path and name",
     "# OpenRLHF: the reward function file, or `potrun serve` and --remote_rm_url http://HOST:PORT/openrlhf/reward": "tests/test_integrations.py: OpenRLHF's loader of a --remote_rm_url file",
     "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout": "tests/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
