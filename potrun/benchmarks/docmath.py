@@ -37,7 +37,15 @@ from potrun.pipeline import Plan, Program, RecordResult
 from potrun.records import Record
 from potrun.types import BadRecord, ExecResult, Status, UsageError
 
-__all__ = ["SANDBOX", "DocMathRun", "for_file", "official_program", "stated_number"]
+__all__ = [
+    "SANDBOX",
+    "DocMathRun",
+    "for_file",
+    "gold_type_program",
+    "official_program",
+    "stated_number",
+    "unreadable_gold",
+]
 
 # evaluation.py exec()s the programs with no restriction at all: the sandbox is the isolation.
 SANDBOX: dict[str, Any] = {"policy": "trusted"}
@@ -97,6 +105,25 @@ def official_program(output: str) -> str:
     return program.strip("`").strip()
 
 
+def gold_type_program(source: str) -> str:
+    """A program whose answer is [the type name of `source`'s `solution()` value, the value when get_acc
+    reads that type, else None], run the way evaluation.py runs a gold."""
+    return _RUN_AS_OFFICIAL.format(source=source, finish=_NAME_IT)
+
+
+def unreadable_gold(run: ExecResult) -> str | None:
+    """Why evaluation.py cannot score against the gold `gold_type_program` ran, or None when it can."""
+    if run.status != Status.OK or not isinstance(run.value, list):
+        return f"evaluation.py's namespace['solution']() fails ({run.error_type or run.status}): its run stops"
+    name = run.value[0]
+    if name not in GOLD_TYPES:
+        return (
+            f"solution() returns a {name}: get_acc asserts int, float, float64 or bool, "
+            "and scores 0 for every prediction against this gold"
+        )
+    return None
+
+
 def _first_between(text: str, opener: str) -> str | None:
     start = text.find(opener)
     if start < 0:
@@ -146,7 +173,7 @@ class DocMathRun:
         mine = extract_program(output) if self.strict else None
         sources = [official] + ([mine.source] if mine is not None and mine.source not in (None, official) else [])
         programs = (
-            Program(_RUN_AS_OFFICIAL.format(source=gold_program, finish=_NAME_IT), "solution"),
+            Program(gold_type_program(gold_program), "solution"),
             *(
                 Program(_RUN_AS_OFFICIAL.format(source=s, finish=_FLOAT_IT), "solution", PREDICTION_TIMEOUT_S)
                 for s in sources
@@ -229,12 +256,11 @@ def _judge_pot(run: ExecResult, gold_run: ExecResult) -> tuple[bool, bool]:
     """(acc, executed) as evaluate_pot_pred_file sets them: executed when `solution()` returned;
     correct when the gold's type is one get_acc reads, float() took the value and get_acc agrees."""
     executed = run.status == Status.OK and run.value_type in ("float", "str")
-    gold = gold_run.value
-    if not executed or gold_run.status != Status.OK or not isinstance(gold, list) or gold[0] not in GOLD_TYPES:
+    if not executed or unreadable_gold(gold_run) is not None:
         return False, executed
     if run.value_type == "str":  # float() refused the value: get_acc scores 0
         return False, executed
-    return compare(run.value, gold[1], preset="docmath", cot=False).correct, executed
+    return compare(run.value, gold_run.value[1], preset="docmath", cot=False).correct, executed  # type: ignore[index]
 
 
 def _judge_cot(line: int, record_id: Any, output: str, gold: float, fields: dict[str, Any]) -> RecordResult:
