@@ -55,13 +55,13 @@ FLOAT_FAILED = "float() raises "  # the prefix of the value a prediction gets wh
 
 # evaluation.py's way of running a program, as one program for the sandbox: the model's (or the
 # annotator's) text is a string literal here, so nothing it holds can escape the exec.
-_RUN_AS_OFFICIAL = '''
+_RUN_AS_OFFICIAL = """
 def solution():
     namespace = {{"print": lambda *args, **kwargs: None}}
     exec({source!r}, namespace)
     value = namespace["solution"]()
 {finish}
-'''
+"""
 _FLOAT_IT = f"""    try:
         return float(value)
     except Exception as error:
