@@ -7,7 +7,8 @@ PoT (`evaluate_pot_pred_file`): the program is what `process_single_pot_output` 
 output; the gold is the value of the record's `python_solution`. Both run the way evaluation.py runs
 them: `exec` into a namespace holding only a silent `print`, then `namespace["solution"]()`, the
 prediction under a 3 s limit. Inside the sandbox the prediction's value goes through `float()`, as
-`get_acc(..., cot=False)` does (a string "29.31%" fails, a one-element numpy array passes), and the
+`get_acc(..., cot=False)` does under DocMath's pinned numpy and pandas (a string "29.31%" fails, a
+one-element numpy array or pandas Series passes), and the
 gold's type name is sent with it, since get_acc asserts it. A record is executed when `solution()`
 returned; it is correct when get_acc says so.
 
@@ -62,7 +63,16 @@ def solution():
     value = namespace["solution"]()
 {finish}
 """
-_FLOAT_IT = f"""    try:
+# float() as under DocMath's pinned numpy 2.0.1 and pandas 2.2.2 (requirements.txt), which still took
+# a one-element array or Series (deprecated: numpy 2.4 and pandas 3 refuse them).
+_FLOAT_IT = f"""    import sys
+
+    numpy, pandas = sys.modules.get("numpy"), sys.modules.get("pandas")
+    if pandas is not None and isinstance(value, pandas.Series) and len(value) == 1:
+        value = value.iloc[0]
+    if numpy is not None and isinstance(value, numpy.ndarray) and value.size == 1:
+        value = value.reshape(())
+    try:
         return float(value)
     except Exception as error:
         return {FLOAT_FAILED!r} + type(error).__name__
