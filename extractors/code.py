@@ -30,6 +30,10 @@ Precedence (the first rule that applies names `how`):
    header, or a top-level `return`, gets `def solution():` ("repaired_header"); a header whose body is
    not indented gets indented up to a `print(solution())` line, and an indented script without
    `return` is dedented ("repaired_indent").
+   DocMath-Eval's continuation: the prompt ended inside `def solution():`, so the output is an
+   indented body (its first line may lack the indentation the prompt already wrote), with no other
+   fence than an optional closing ``` line (prose may follow it): the body gets `def solution():`
+   ("repaired_header", warning "continuation"), as DocMath's `process_single_pot_output` builds it.
 7. Truncation: the chosen block's fence never closes, or the code ends mid-statement (an unclosed
    bracket or string, a header without a body, a syntax error on an unterminated last line):
    "truncated", source None. Exception: an unclosed fence whose code parses and ends complete (the
@@ -38,7 +42,7 @@ Precedence (the first rule that applies names `how`):
    A program that does not parse for another reason is still returned (the sandbox reports
    syntax_error), with the warning "syntax_error".
 
-Warnings (stable strings): think_dropped, unclosed_think, unclosed_fence, later_block_unclosed,
+Warnings (stable strings): continuation, think_dropped, unclosed_think, unclosed_fence, later_block_unclosed,
 dropped_call_block, merged_call_block, merged_helper_block, cut_mid_statement, syntax_error,
 no_entry_point, not_parsed (code over MAX_PARSE_CHARS is passed on unchecked).
 
@@ -123,6 +127,7 @@ _TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
 _TOP_ASSIGNED = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?(?:[-+*/%]|//|\*\*)?=(?!=)", re.M)
 _CALLED = re.compile(r"(\w+)[ \t]*\(")
 _TOP_RETURN = re.compile(r"^return\b", re.M)
+_BODY_RETURN = re.compile(r"^[ \t]+return\b", re.M)  # a function body's return, indented
 _PRINT = re.compile(r"^print[ \t]*\(", re.M)
 _HEADER_UNINDENTED = re.compile(  # a def header whose next non-blank line is not indented
     r"^def[ \t]+\w+[ \t]*\([^)\n]*\)[ \t]*(?:->[^:\n]*)?:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*[^ \t\n]", re.M
@@ -169,6 +174,9 @@ def extract_program(text: str) -> ExtractedProgram:
     body, think_cut = _drop_think(text)
     if think_cut:
         return ExtractedProgram(None, HOW_TRUNCATED, ("unclosed_think",), truncated=True)
+    continuation = _from_continuation(body)
+    if continuation is not None:
+        return continuation
     if "```" in body or "~~~" in body:
         blocks = _scan_fences(body)
         if blocks:
@@ -536,6 +544,31 @@ def _dedent_probe(code: str) -> str:
     if not indent:
         return code
     return "\n".join(line[indent:] if line[:indent].isspace() else line.lstrip() for line in code.split("\n"))
+
+
+def _from_continuation(text: str) -> ExtractedProgram | None:
+    """DocMath's continuation (rule 6): an indented body that returns, at most one fence, which closes
+    it on a line of its own; None for any other shape."""
+    if "~~~" in text or text.count("```") > 1:
+        return None
+    fence = text.find("```")
+    code = text if fence < 0 else text[:fence]
+    if fence >= 0 and (code.rstrip(" \t")[-1:] not in ("", "\n") or text[fence + 3 :].split("\n", 1)[0].strip()):
+        return None  # the fence is not a closing line of its own
+    lines = code.strip("\n").split("\n")
+    rest = [line for line in lines[1:] if line.strip()]
+    first = lines[0]
+    if not rest or not all(line[:1] in (" ", "\t") for line in rest) or _BODY_RETURN.search(code) is None:
+        return None
+    if first[:1] not in (" ", "\t"):
+        if first.rstrip().endswith(":") or _TOP_DEF.match(first):
+            return None  # a header of its own: a complete program, not a body
+        first = "    " + first  # the prompt wrote this line's indentation
+    body = "\n".join([first, *lines[1:]]) + "\n"
+    if not _all_code_lines(body):
+        return None
+    found = _finish(body, HOW_REPAIRED_HEADER, ("continuation",), check_truncation=fence < 0)
+    return None if "syntax_error" in found.warnings else found  # no repair parses: not this shape
 
 
 # ---------------------------------------------------------------- finishing: repair and truncation

@@ -421,6 +421,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         image=args.image,
         isolation=args.isolation,
         entry=args.entry,
+        benchmark=args.benchmark,
     )
     summary = ValidationSummary()
     with ExitStack() as closing:
@@ -784,6 +785,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="write a copy of the file with each wrong recorded answer replaced by the executed "
         "value, where that is the record's only error",
+    )
+    valid.add_argument(
+        "--benchmark",
+        default=None,
+        choices=["docmath"],
+        help="also flag golds whose answer the benchmark's official scorer cannot read (DocMath-Eval: numpy.int64, "
+        "float32, Decimal)",
     )
     valid.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     valid.add_argument("--quiet", action="store_true", help="no progress bar and no table")

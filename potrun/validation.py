@@ -37,6 +37,9 @@ print_only_answer      warning   the answer is printed, not returned
 import_not_allowed     warning   an import outside the restricted allowlist: the gold would not run
                                  under policy="restricted"
 slow                   warning   it used more than `slow_fraction` (default 0.1) of its CPU time limit
+unreadable_by_scorer   error     `benchmark="docmath"`: DocMath-Eval's scorer cannot read the answer's type
+                                 (get_acc asserts int, float, float64 or bool: a numpy.int64, float32 or
+                                 Decimal gold scores 0 for every prediction), or cannot call solution()
 =====================  ========  ======================================================================
 
 A record whose only error is `wrong_answer` is `fixable`: the program is fine and the recorded answer
@@ -100,7 +103,9 @@ PROBLEM_CODES: Mapping[str, tuple[str, str]] = {
     "print_only_answer": (WARNING, "the answer is printed, not returned"),
     "import_not_allowed": (WARNING, "an import outside the restricted allowlist"),
     "slow": (WARNING, "it ran for a large part of the time limit"),
+    "unreadable_by_scorer": (ERROR, "the benchmark's official scorer cannot read the answer"),
 }
+BENCHMARKS = ("docmath",)  # benchmarks whose scorer's reading of a gold validate checks
 
 SLOW_FRACTION = 0.1
 
@@ -209,6 +214,7 @@ def validate(
     timeout: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
     workers: int | None = None,
+    benchmark: str | None = None,
     **sandbox_options: Any,
 ) -> Iterator[ValidationReport]:
     """Validate gold programs; yield one ValidationReport per record, in input order.
@@ -224,6 +230,9 @@ def validate(
     own; they are started if needed and left open. With `sandbox` alone, each program runs twice
     on it (other worker, same hash seed).
 
+    `benchmark="docmath"`: each gold that runs is also run the way DocMath-Eval's evaluation.py runs
+    it, and flagged `unreadable_by_scorer` when its scorer cannot read the answer's type.
+
     `ignore`: problem codes to leave out. `slow_fraction`: a run that used more than this fraction of
     the CPU time limit (`timeout`) is reported as `slow`.
 
@@ -238,6 +247,7 @@ def validate(
         compare_options=dict(compare_options or {}),
         slow_fraction=slow_fraction,
         ignore=frozenset(ignore),
+        benchmark=benchmark,
     )
     items = _items(records)
     first = next(items, None)  # an unreadable file fails here, before any sandbox starts
@@ -278,6 +288,7 @@ class _Settings:
     compare_options: Mapping[str, Any]
     slow_fraction: float
     ignore: frozenset[str]
+    benchmark: str | None = None
 
     def __post_init__(self) -> None:
         from potrun.comparators import PRESETS
@@ -287,6 +298,8 @@ class _Settings:
         unknown = sorted(self.ignore - set(PROBLEM_CODES))
         if unknown:
             raise UsageError(f"unknown problem code {', '.join(unknown)}; known: {', '.join(PROBLEM_CODES)}")
+        if self.benchmark is not None and self.benchmark not in BENCHMARKS:
+            raise UsageError(f"validate knows no benchmark {self.benchmark!r}; known: {', '.join(BENCHMARKS)}")
         if not self.program_fields:
             raise UsageError("a program field is needed")
         if not 0 < self.slow_fraction <= 1:
@@ -357,32 +370,38 @@ def _validate_items(
                 else:
                     yield box.request(gold.source)
                     yield box.request(gold.source)
+                    yield from _scorer_request(gold, box, settings)
 
         results = box.run_requests(requests())
         for first in results:
             gold = pending.popleft()
             second = next(results) if first is not None else None
-            yield _finish(gold, first, second, box, settings)
+            scored = next(results) if first is not None and settings.benchmark else None
+            yield _finish(gold, first, second, box, settings, scored)
         return
 
     # Two pools: run 2 is asked for as run 1's results arrive, only for programs that gave a value.
-    held: deque[tuple[_Gold, ExecResult | None]] = deque()
     second_box: Sandbox = recheck
+
+    held: deque[tuple[_Gold, ExecResult | None, ExecResult | None]] = deque()
 
     def first_requests() -> Iterator[RunRequest | None]:
         for gold in golds():
             yield box.request(gold.source) if gold.source is not None else None
+            yield from _scorer_request(gold, box, settings)
 
     def second_requests() -> Iterator[RunRequest | None]:
-        for first in box.run_requests(first_requests()):
+        firsts = iter(box.run_requests(first_requests()))
+        for first in firsts:
             gold = pending.popleft()
-            held.append((gold, first))
+            scored = next(firsts) if first is not None and settings.benchmark else None
+            held.append((gold, first, scored))
             rerun = first is not None and first.status is Status.OK and gold.source is not None
             yield second_box.request(gold.source) if rerun and gold.source is not None else None
 
     for second in second_box.run_requests(second_requests()):
-        gold, first = held.popleft()
-        yield _finish(gold, first, second, box, settings)
+        gold, first, scored = held.popleft()
+        yield _finish(gold, first, second, box, settings, scored)
 
 
 def _prepare(item: Record | BadRecord, settings: _Settings) -> _Gold:
@@ -414,10 +433,23 @@ def _prepare(item: Record | BadRecord, settings: _Settings) -> _Gold:
     return gold
 
 
+def _scorer_request(gold: _Gold, box: Sandbox, settings: _Settings) -> Iterator[RunRequest]:
+    """The run of the gold the way the benchmark's scorer runs it (`benchmark`), beside run 1."""
+    if settings.benchmark and gold.source is not None:
+        from potrun.benchmarks.docmath import gold_type_program
+
+        yield box.request(gold_type_program(gold.source), Entry.SOLUTION)
+
+
 def _finish(
-    gold: _Gold, first: ExecResult | None, second: ExecResult | None, box: Sandbox, settings: _Settings
+    gold: _Gold,
+    first: ExecResult | None,
+    second: ExecResult | None,
+    box: Sandbox,
+    settings: _Settings,
+    scored: ExecResult | None = None,
 ) -> ValidationReport:
-    """Combine the static findings and the two runs into the record's report."""
+    """Combine the static findings, the two runs and the scorer's run into the record's report."""
     if first is None:
         return _report(gold, gold.problems, None, settings)
     found = list(_execution_problems(first))
@@ -431,6 +463,12 @@ def _finish(
             found += _determinism_problems(first, second)
     if not found and gold.answer_field is not None:
         found += _answer_problems(first.value, gold.answer, gold.answer_field, settings)
+    if scored is not None and first.status is Status.OK:
+        from potrun.benchmarks.docmath import unreadable_gold
+
+        why = unreadable_gold(scored)
+        if why is not None:
+            found.append(problem("unreadable_by_scorer", f"DocMath-Eval: {why}"))
     warnings = list(gold.problems)
     if first.entry == Entry.STDOUT and not any(p.code == "print_only_answer" for p in warnings):
         warnings.append(

@@ -412,7 +412,7 @@ def test_usage_errors() -> None:
 
 
 def test_registry() -> None:
-    assert {"pot", "docmath", "tatqa", "longdocurl", "mathqa-rel", "default"} == set(PRESETS)
+    assert {"pot", "docmath", "tatqa", "longdocurl", "mathqa-rel", "math", "default"} == set(PRESETS)
     for name, preset in PRESETS.items():
         assert preset.name == name and preset.reproduces
         assert preset.judge.__doc__

@@ -18,6 +18,7 @@ from potrun.types import UsageError
 
 # name -> module (imported when chosen: a benchmark's rules may need an extra)
 BENCHMARKS: dict[str, str] = {
+    "docmath": "potrun.benchmarks.docmath",
     "docpuzzle": "potrun.benchmarks.docpuzzle",
     "longdocurl": "potrun.benchmarks.longdocurl",
 }

@@ -14,6 +14,8 @@ Presets (the registry `PRESETS`), one module each
 ``tatqa``       TAT-QA exact match (`eval_tatqa/tatqa_metric.TaTQAEmAndF1`, EM only), scale aware.
 ``longdocurl``  LongDocURL `utils/utils_score_v3.eval_score` with its Integer/Float/String/List/None
                 formats, after the `eval()` its pipeline applies to the extracted answer.
+``math``        huggingface math-verify `parse` + `verify`: symbolic answers (`\\sqrt{8}` is `2\\sqrt{2}`),
+                under its own timeouts (the `math` extra; module `math` says what it costs the parent).
 ``mathqa-rel``  Qwen2.5-Math `evaluation/grader.math_equal` without sympy (module `mathqa`): string,
                 choice, numeric (`numeric_equal`, rel_tol 1e-4, ×100 and ÷100), bracket, list, matrix
                 and equation rules; a numeric evaluator (`latex`) stands in for `symbolic_equal`.
@@ -35,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from potrun.comparators import default, docmath, longdocurl, mathqa, pot, tatqa
+from potrun.comparators import default, docmath, longdocurl, math, mathqa, pot, tatqa
 from potrun.comparators.golds import GSM8K_MARKER, GoldRange, gsm8k_gold, parse_range
 from potrun.comparators.longdocurl import longdocurl_score
 from potrun.comparators.preset import Preset
@@ -55,7 +57,18 @@ __all__ = [
 ]
 
 PRESETS: Mapping[str, Preset] = MappingProxyType(
-    {p.name: p for p in (default.PRESET, pot.PRESET, docmath.PRESET, tatqa.PRESET, longdocurl.PRESET, mathqa.PRESET)}
+    {
+        p.name: p
+        for p in (
+            default.PRESET,
+            pot.PRESET,
+            docmath.PRESET,
+            tatqa.PRESET,
+            longdocurl.PRESET,
+            mathqa.PRESET,
+            math.PRESET,
+        )
+    }
 )
 
 

@@ -15,7 +15,11 @@ from potrun.comparators.preset import Preset
 from potrun.comparators.safe_eval import EvalFailed, safe_eval
 from potrun.types import Verdict
 
-__all__ = ["PRESET"]
+__all__ = ["GOLD_TYPES", "PRESET"]
+
+# The type names of a gold that get_acc reads (`assert answer_type in [...]`): any other type (numpy.int64,
+# float32, Decimal, str) fails the assertion, and get_acc scores 0 for every prediction against that gold.
+GOLD_TYPES = ("int", "float", "float64", "bool")
 
 _DROP = ("£", "€", "¥", "million", "billion", "thousand", "US", "USD", "RMB")
 _UNIT_AFTER = re.compile(r"([-+]?(?:[\d,]*\.*\d+)) [^0-9 ]+$")
