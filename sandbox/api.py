@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncGenerator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from contextlib import aclosing, closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from potrun.policies import POLICY_NAMES, get_policy
 from potrun.sandbox.backends import BACKENDS
 from potrun.sandbox.pool import Arrival, Pool, default_workers
-from potrun.sandbox.protocol import RunRequest
+from potrun.sandbox.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
 from potrun.types import (
     DEFAULT_MEMORY_MB,
     DEFAULT_OUTPUT_BYTES,
@@ -94,6 +94,22 @@ def _check_choice(option: str, value: object, choices: tuple[str, ...]) -> None:
 def _check_positive(option: str, value: float) -> None:
     if not value > 0:  # not `value <= 0`: NaN is refused too
         raise UsageError(f"{option} must be positive, not {value!r}")
+
+
+def _checked_files(stdin: str | None, files: Mapping[str, bytes | str]) -> tuple[tuple[str, bytes], ...]:
+    """A request's files as (name, bytes), each name checked, with stdin within INPUT_LIMIT."""
+    if len(files) > MAX_FILES:
+        raise UsageError(f"at most {MAX_FILES} files per program, not {len(files)}")
+    try:
+        staged = tuple(
+            (check_file_name(name), content.encode() if isinstance(content, str) else bytes(content))
+            for name, content in files.items()
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if input_size(stdin, staged) > INPUT_LIMIT:
+        raise UsageError(f"stdin and files must hold at most {INPUT_LIMIT} bytes together")
+    return staged
 
 
 class SandboxLike(Protocol):
@@ -232,21 +248,59 @@ class Sandbox:
 
     # -- running -----------------------------------------------------------------------------------------
 
-    def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> RunRequest:
+    def request(
+        self,
+        source: str,
+        entry: str | None = None,
+        *,
+        capture: bool = False,
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        stdin: str | None = None,
+        files: Mapping[str, bytes | str] | None = None,
+    ) -> RunRequest:
         """The request for one program under this sandbox's policy, isolation and limits. `capture`:
-        also send back the numbers the program's variables held (`ExecResult.captured`), for checklists."""
+        also send back the numbers the program's variables held (`ExecResult.captured`), for checklists.
+
+        Per call: `timeout` (CPU seconds; the wall-clock net follows it, `default_wall_timeout`) and
+        `memory_mb` replace the sandbox's limits for this program; `stdin` is what it reads on its
+        standard input; `files` (name -> bytes, or text written as UTF-8) are written into its scratch
+        directory before it starts, each name a relative path inside it. A bad one is a UsageError."""
+        limits = self.limits
+        if timeout is not None:
+            _check_positive("timeout", timeout)
+            limits = dataclasses.replace(limits, timeout_s=timeout, wall_timeout_s=None)
+        if memory_mb is not None:
+            _check_positive("memory_mb", memory_mb)
+            limits = dataclasses.replace(limits, memory_mb=memory_mb)
         return RunRequest(
             source=source,
             policy=self.policy.name,
             entry=str(Entry(entry)) if entry else str(self.entry),
             isolation=str(self.isolation),
-            limits=self.limits,
+            limits=limits,
             capture=capture,
+            stdin=stdin,
+            files=_checked_files(stdin, files or {}),
         )
 
-    def run(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
-        with closing(self.run_many([source], entry=entry, capture=capture)) as results:  # type: ignore[type-var]
-            return next(results)
+    def run(
+        self,
+        source: str,
+        *,
+        entry: str | None = None,
+        capture: bool = False,
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        stdin: str | None = None,
+        files: Mapping[str, bytes | str] | None = None,
+    ) -> ExecResult:
+        """One program's ExecResult; the keyword arguments are `request`'s."""
+        request = self.request(
+            source, entry, capture=capture, timeout=timeout, memory_mb=memory_mb, stdin=stdin, files=files
+        )
+        with closing(self.run_requests([request])) as results:  # type: ignore[type-var]
+            return next(results)  # type: ignore[return-value]
 
     def run_many(
         self, sources: Iterable[str], *, entry: str | None = None, capture: bool = False
@@ -261,11 +315,24 @@ class Sandbox:
 
     # -- running, from asyncio -----------------------------------------------------------------------------
 
-    async def arun(self, source: str, *, entry: str | None = None, capture: bool = False) -> ExecResult:
+    async def arun(
+        self,
+        source: str,
+        *,
+        entry: str | None = None,
+        capture: bool = False,
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        stdin: str | None = None,
+        files: Mapping[str, bytes | str] | None = None,
+    ) -> ExecResult:
         """`run` for asyncio: the event loop goes on while the program runs."""
-        async with aclosing(self.arun_many([source], entry=entry, capture=capture)) as results:
+        request = self.request(
+            source, entry, capture=capture, timeout=timeout, memory_mb=memory_mb, stdin=stdin, files=files
+        )
+        async with aclosing(self.arun_requests([request])) as results:
             async for result in results:
-                return result
+                return result  # type: ignore[return-value]
         raise AssertionError("a stream of one request yields one result")
 
     async def arun_many(

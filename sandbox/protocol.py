@@ -17,6 +17,9 @@ followed by the request as JSON (`RunRequest.to_wire`)::
     {"id": 7, "source": "...", "policy": "restricted", "entry": "auto", "isolation": "warm",
      "limits": {"timeout_s": 5, "wall_timeout_s": 25, "memory_mb": 2048, ...}}
 
+and, only where given, the program's standard input and the files written into its scratch directory
+before it starts (`"stdin": "...", "files": [["data/in.txt", "<base64>"], ...]`).
+
 The header repeats what the worker needs to schedule a program, so that it can stream a request to its
 warm runner untouched, without decoding the JSON. An exit request is the header alone.
 
@@ -38,6 +41,7 @@ protocol violation of whoever sent it, never a value.
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
 import json
 import math
@@ -191,9 +195,35 @@ ISOLATIONS = tuple(tier.value for tier in Isolation)  # warm: the warm tier wher
 _WARM = Isolation.WARM.value
 
 
+# What a request may bring into its sandbox, stdin and files together: well inside the 64 MiB scratch
+# tmpfs and a frame, so that staging them cannot fail for want of room.
+INPUT_LIMIT = 16 * 1024 * 1024
+MAX_FILES = 100
+
+
+def check_file_name(name: object) -> str:
+    """A file name a request may write into its scratch directory: a relative path that stays inside
+    it (no absolute path, no `..`, no empty or `.` part, no NUL). Raises ValueError naming the fault."""
+    if type(name) is not str or not name or len(name) > 255:
+        raise ValueError(f"a file name must be a non-empty string of at most 255 characters: {str(name)[:80]!r}")
+    if "\0" in name or name.startswith("/"):
+        raise ValueError(f"file name {name[:80]!r} is absolute or holds a NUL")
+    if any(part in ("", ".", "..") for part in name.split("/")):
+        raise ValueError(f"file name {name[:80]!r} must not hold '..', '.' or an empty part")
+    return name
+
+
+def input_size(stdin: str | None, files: tuple[tuple[str, bytes], ...]) -> int:
+    """The bytes a request brings in (checked against INPUT_LIMIT)."""
+    return (len(stdin.encode()) if stdin is not None else 0) + sum(len(content) for _, content in files)
+
+
 @dataclass(frozen=True, slots=True)
 class RunRequest:
-    """One program to run, as potrun sends it and the worker and its runner read it."""
+    """One program to run, as potrun sends it and the worker and its runner read it. `stdin`: what the
+    program reads on its standard input (None: nothing, as /dev/null); `files`: (name, content) written
+    into its scratch directory before it starts (fork tier: a program the warm tier runs is proven
+    unable to read either)."""
 
     source: str
     policy: str = "restricted"
@@ -202,6 +232,8 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     capture: bool = False  # also send back the numbers the program's variables held (checklists)
     id: int = -1  # given by the pool: the job's index in its stream
+    stdin: str | None = None
+    files: tuple[tuple[str, bytes], ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
         message: dict[str, Any] = {
@@ -214,6 +246,10 @@ class RunRequest:
         }
         if self.capture:
             message["capture"] = True
+        if self.stdin is not None:
+            message["stdin"] = self.stdin
+        if self.files:
+            message["files"] = [[name, binascii.b2a_base64(content, newline=False).decode()] for name, content in self.files]
         return message
 
     @classmethod
@@ -234,8 +270,10 @@ class RunRequest:
                 ),
                 capture=message.get("capture", False) is True,
                 id=_exact(message["id"], int),
+                stdin=None if message.get("stdin") is None else _exact(message["stdin"], str),
+                files=_files_from_wire(message.get("files", [])),
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # ValueError: a bad file name or base64
             raise ProtocolError(f"invalid request: {exc}") from None
         if request.isolation not in ISOLATIONS:
             raise ProtocolError(f"invalid request: isolation {request.isolation!r}")
@@ -244,6 +282,14 @@ class RunRequest:
     def key(self) -> str:
         """What makes two requests run the same way (the dedup cache's key): all but the id."""
         return dumps({**self.to_wire(), "id": None}).decode()
+
+
+def _files_from_wire(files: Any) -> tuple[tuple[str, bytes], ...]:
+    if type(files) is not list or len(files) > MAX_FILES:
+        raise TypeError(f"files must be a list of at most {MAX_FILES} [name, base64] pairs")
+    if any(type(pair) is not list or len(pair) != 2 for pair in files):
+        raise TypeError("a file must be a [name, base64] pair")
+    return tuple((check_file_name(name), binascii.a2b_base64(_exact(data, str), strict_mode=True)) for name, data in files)
 
 
 # -- the result ---------------------------------------------------------------------------------------

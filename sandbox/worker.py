@@ -616,6 +616,8 @@ class Worker:
         if pid == 0:
             os.close(result_read)
             self._enter_runner(request, scratch, (result_write,), fork=True)
+            if request.stdin is not None or request.files:
+                _stage_inputs(request)
             _run_one(runner, request, hook)
         os.close(result_write)
         process.pid = pid
@@ -794,6 +796,29 @@ def _run_one(runner: Runner, request: RunRequest, audit_hook: AuditHook | None) 
         code = 70
     finally:
         os._exit(code)
+
+
+def _stage_inputs(request: RunRequest) -> None:
+    """In a fork that entered its sandbox: the request's files, written into its directory as the
+    program's own writes (its uid, its file size limit, its tmpfs), and its stdin, a memfd on
+    descriptor 0 (a real file: `sys.stdin`, `input()` and `os.read(0, n)` all read it). Names were
+    checked (`check_file_name`) and sizes bounded (INPUT_LIMIT) when the request was read."""
+    try:
+        for name, content in request.files:
+            directory = os.path.dirname(name)
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            write_all(fd, content)
+            os.close(fd)
+        if request.stdin is not None:
+            fd = os.memfd_create("stdin")
+            write_all(fd, request.stdin.encode())
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.dup2(fd, 0)
+            os.close(fd)
+    except BaseException:
+        os._exit(70)
 
 
 def _send_forked(results: int, modules: int, message: dict[str, Any], recycle: bool) -> None:
