@@ -749,6 +749,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_image_commands(commands)
     _add_diff_command(commands)
     _add_report_command(commands)
+    _add_serve_command(commands)
 
     bench = commands.add_parser("bench", help="throughput of potrun beside in-process exec on a corpus")
     bench.add_argument("corpus", help="JSON Lines of records with programs (as for check)")
@@ -798,6 +799,64 @@ def _parser() -> argparse.ArgumentParser:
     _add_sandbox_options(valid)
     valid.set_defaults(handler=cmd_validate, policy="trusted")
     return parser
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    try:
+        from potrun.service import ServiceConfig, serve
+    except ImportError as exc:
+        raise InputError(f"potrun serve needs the serve extra: pip install 'potrun[serve]' ({exc})") from None
+    from potrun import SandboxConfig
+
+    sandbox = SandboxConfig(
+        args.backend,
+        policy=args.policy,
+        workers=args.sandbox_workers,
+        timeout=args.timeout,
+        memory_mb=args.memory,
+        isolation=args.isolation,
+        image=args.image,
+    )
+    token = args.token or os.environ.get("POTRUN_TOKEN") or None
+    config = ServiceConfig(sandbox, token=token, queue_limit=args.queue_limit, max_body_bytes=args.max_body_mb << 20)
+    serve(config, host=args.host, port=args.port, processes=args.workers)
+    return EXIT_OK
+
+
+def _add_serve_command(commands: Any) -> None:
+    from potrun.policies import POLICY_NAMES
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the sandbox over HTTP: SandboxFusion's /run_code, /v1/run, /v1/score, OpenRLHF's reward "
+        "(pip install 'potrun[serve]')",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (beyond loopback only with a --token)")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument(
+        "--workers", type=_positive_int, default=1, help="service processes sharing the port, each with its own pool"
+    )
+    serve.add_argument(
+        "--token", default=None, help="bearer token every request but /health must carry (default: $POTRUN_TOKEN)"
+    )
+    serve.add_argument(
+        "--queue-limit", type=_positive_int, default=4096, help="programs in flight per process; past it: 429"
+    )
+    serve.add_argument("--max-body-mb", type=_positive_int, default=32, help="largest request body (413 past it)")
+    serve.add_argument("--backend", default="process", choices=_backends())
+    serve.add_argument("--image", default=None, help="sandbox image for --backend docker")
+    serve.add_argument("--policy", default="trusted", choices=POLICY_NAMES)
+    serve.add_argument("--isolation", default=None, choices=[str(isolation) for isolation in Isolation])
+    serve.add_argument(
+        "--sandbox-workers", type=_positive_int, default=None, help="sandbox workers per process (default: cores)"
+    )
+    serve.add_argument(
+        "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_S, help="default CPU seconds per program"
+    )
+    serve.add_argument("--memory", type=_positive_int, default=DEFAULT_MEMORY_MB, help="default MB per program")
+    serve.set_defaults(handler=cmd_serve)
 
 
 def _positive_int(text: str) -> int:

@@ -38,7 +38,7 @@ import asyncio
 import atexit
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from potrun.cache import CachedSandbox
@@ -153,6 +153,20 @@ def score_records(
     **compare_options: Any,
 ) -> list[RecordResult]:
     """The full RecordResult of each pair (status, value, correct, ...), for logging beside the rewards."""
+    return list(iter_records(completions, golds, mode=mode, preset=preset, sandbox=sandbox, **compare_options))
+
+
+def iter_records(
+    completions: Sequence[Any],
+    golds: Sequence[Any],
+    *,
+    mode: str = "pot",
+    preset: str = "default",
+    sandbox: SandboxLike | None = None,
+    **compare_options: Any,
+) -> Iterator[RecordResult]:
+    """`score_records`, streamed: each pair's RecordResult in order, as soon as it is known (the options
+    are checked before the first is asked for: a bad one raises here)."""
     if len(completions) != len(golds):
         raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
     options = CheckOptions(
@@ -167,7 +181,7 @@ def score_records(
         Record(n, {"output": completion_text(c), "gold": g})
         for n, (c, g) in enumerate(zip(completions, golds, strict=True), 1)
     ]
-    return list(check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options))
+    return check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options)
 
 
 def reward_points(*, shaped: bool = False, scale: Mapping[str, float] | None = None) -> Mapping[str, float]:

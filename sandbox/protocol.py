@@ -249,7 +249,9 @@ class RunRequest:
         if self.stdin is not None:
             message["stdin"] = self.stdin
         if self.files:
-            message["files"] = [[name, binascii.b2a_base64(content, newline=False).decode()] for name, content in self.files]
+            message["files"] = [
+                [name, binascii.b2a_base64(content, newline=False).decode()] for name, content in self.files
+            ]
         return message
 
     @classmethod
@@ -289,7 +291,9 @@ def _files_from_wire(files: Any) -> tuple[tuple[str, bytes], ...]:
         raise TypeError(f"files must be a list of at most {MAX_FILES} [name, base64] pairs")
     if any(type(pair) is not list or len(pair) != 2 for pair in files):
         raise TypeError("a file must be a [name, base64] pair")
-    return tuple((check_file_name(name), binascii.a2b_base64(_exact(data, str), strict_mode=True)) for name, data in files)
+    return tuple(
+        (check_file_name(name), binascii.a2b_base64(_exact(data, str), strict_mode=True)) for name, data in files
+    )
 
 
 # -- the result ---------------------------------------------------------------------------------------

@@ -1,0 +1,391 @@
+"""The service's ASGI app: `make_app(ServiceConfig(...))`, served by uvicorn (`potrun serve`).
+
+Routes (README, "The service"):
+
+    POST /run_code         SandboxFusion's, for language python (fusion.py): one program, one answer
+    POST /v1/run           {"programs": [source | {"code", "entry", "timeout", "memory_mb", "stdin",
+                           "files"}], "entry": "auto"}: one JSON line per program as each finishes,
+                           {"index": i, ...ExecResult.to_json(), "stdout", "stderr"}
+    POST /v1/score         {"completions": [...], "golds": [...], "mode", "preset", "shaped", "scale",
+                           "compare_options": {...}}: one JSON line per pair, in order,
+                           {"index": i, "reward": r, ...the RecordResult's `potrun check --out` line}
+    POST /openrlhf/reward  OpenRLHF's remote reward model: {"query", "prompts", "labels"} ->
+                           {"rewards", "scores", "extra_logs"} (potrun.integrations.openrlhf)
+    GET  /health           {"status": "ok", "pid", ...}: no token needed (for balancers' probes)
+    GET  /metrics          Prometheus text (metrics.py)
+
+One Sandbox per process, started before the first request is accepted and closed after the last one
+finished (uvicorn's graceful shutdown on SIGTERM: it stops accepting, finishes what it accepted).
+Programs share its warm pool; /v1/score and the OpenRLHF route go through a dedup cache of results
+(rollouts repeat programs). Every request but /health must carry `Authorization: Bearer TOKEN` when
+the service has a token; a body larger than `max_body_bytes` is 413; a request whose programs would
+take the queue past its limit is 429 (admission.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hmac
+import json
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from potrun.cache import CachedSandbox
+from potrun.rewards import iter_records, reward_of, reward_points
+from potrun.sandbox.api import Sandbox, SandboxConfig
+from potrun.sandbox.protocol import RunRequest
+from potrun.service import fusion
+from potrun.service.admission import Admission, QueueFull, TooLarge
+from potrun.service.metrics import Metrics
+from potrun.types import ExecResult, PotrunError, UsageError
+
+QUEUE_LIMIT = 4096  # programs in flight per process: ~2 s of a 2-core pool's warm throughput
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a /run_code with 16 MiB of files in base64, and room
+NDJSON = "application/x-ndjson"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    """A service process's options: its sandbox (trusted by default: SandboxFusion runs arbitrary
+    Python, and the OS boundary contains it), its token, its queue and body limits."""
+
+    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig(policy="trusted"))
+    token: str | None = None
+    queue_limit: int = QUEUE_LIMIT
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ServiceConfig:
+        return cls(**{**data, "sandbox": SandboxConfig(**data["sandbox"])})
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class Service:
+    """What the routes share: the sandbox, the queue, the counters."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self.box = Sandbox.from_config(config.sandbox)
+        self.cached = CachedSandbox(self.box)
+        self.admission = Admission(config.queue_limit)
+        self.metrics = Metrics()
+
+    # -- the routes ------------------------------------------------------------------------------------
+
+    async def run_code(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            call = fusion.read_request(body)
+        except fusion.InvalidRequest as exc:
+            return JSONResponse({"detail": exc.detail}, status_code=422)
+        except fusion.Unsupported as exc:
+            return JSONResponse(fusion.sandbox_error(str(exc)))
+        try:
+            prepared = self.box.request(
+                call.code, "stdout", timeout=call.timeout, memory_mb=call.memory_mb, stdin=call.stdin, files=call.files
+            )
+        except UsageError as exc:  # a file name outside the scratch, inputs too large
+            return JSONResponse(fusion.sandbox_error(str(exc)))
+        refused = self._admit(1)
+        if refused is not None:
+            return refused
+        try:
+            result = await self._run_one(prepared)
+        finally:
+            self.admission.release(1)
+        return JSONResponse(fusion.response(result))
+
+    async def run(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            requests = self._run_requests(body)
+        except (UsageError, TypeError, ValueError) as exc:
+            return _bad_request(str(exc))
+        refused = self._admit(len(requests))
+        if refused is not None:
+            return refused
+        return StreamingResponse(self._stream_finished(requests), media_type=NDJSON)
+
+    async def score(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            completions, golds = _list(body, "completions"), _list(body, "golds")
+            points = reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale"))
+            results = iter_records(
+                completions,
+                golds,
+                mode=body.get("mode", "pot"),
+                preset=body.get("preset", "default"),
+                sandbox=self.cached,
+                **dict(body.get("compare_options") or {}),
+            )
+        except (PotrunError, TypeError, ValueError) as exc:
+            return _bad_request(str(exc))
+        refused = self._admit(len(completions))
+        if refused is not None:
+            return refused
+
+        async def lines() -> AsyncIterator[bytes]:
+            index = -1
+            try:
+                async for index, record in _aenumerate(_in_thread(results)):
+                    self.metrics.count_program(record.status)
+                    yield _line({"index": index, "reward": reward_of(record, points), **record.to_json()})
+            finally:
+                self.admission.release(len(completions))
+
+        return StreamingResponse(lines(), media_type=NDJSON)
+
+    async def openrlhf_reward(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            from potrun.integrations.openrlhf import reward_payload
+        except ImportError:
+            return JSONResponse({"error": "potrun.integrations.openrlhf is not installed here"}, status_code=501)
+        size = len(body.get("query") or []) if isinstance(body, Mapping) else 0
+        refused = self._admit(size)
+        if refused is not None:
+            return refused
+        try:
+            answer = await asyncio.to_thread(reward_payload, body, self.cached)
+        except (PotrunError, TypeError, ValueError, KeyError) as exc:
+            return _bad_request(str(exc))
+        finally:
+            self.admission.release(size)
+        return JSONResponse(answer)
+
+    async def health(self, request: Request) -> Response:
+        config = self.config.sandbox
+        return JSONResponse(
+            {
+                "status": "ok",
+                "pid": os.getpid(),
+                "backend": config.backend,
+                "policy": config.policy,
+                "workers": self.box.workers,
+                "queue_depth": self.admission.depth,
+                "queue_limit": self.admission.limit,
+            }
+        )
+
+    async def metrics_text(self, request: Request) -> Response:
+        text = self.metrics.render(self.admission.depth, self.admission.limit, self.admission.refused)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    async def _body(self, request: Request) -> Any:
+        """The request's JSON, or the response that refuses it (413 too large, 422 not JSON)."""
+        self.metrics.count_request(request.url.path)
+        try:
+            data = await _read_limited(request, self.config.max_body_bytes)
+            return json.loads(data)
+        except BodyTooLarge:
+            return JSONResponse({"error": f"body larger than {self.config.max_body_bytes} bytes"}, status_code=413)
+        except ValueError as exc:  # not UTF-8, not JSON
+            detail = [{"type": "json_invalid", "loc": ["body"], "msg": f"JSON decode error: {exc}", "input": None}]
+            return JSONResponse({"detail": detail}, status_code=422)
+
+    def _admit(self, programs: int) -> Response | None:
+        try:
+            self.admission.admit(programs)
+        except QueueFull as exc:
+            return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": "1"})
+        except TooLarge as exc:
+            return JSONResponse({"error": str(exc)}, status_code=413)
+        return None
+
+    async def _run_one(self, prepared: RunRequest) -> ExecResult:
+        async for result in self.box.arun_requests([prepared]):
+            assert result is not None
+            self.metrics.count_program(result.status.value)
+            return result
+        raise AssertionError("a stream of one request yields one result")
+
+    def _run_requests(self, body: Any) -> list[RunRequest]:
+        programs = _list(body, "programs")
+        entry = body.get("entry")
+        requests = []
+        for program in programs:
+            if isinstance(program, str):
+                requests.append(self.box.request(program, entry))
+            elif isinstance(program, Mapping):
+                requests.append(
+                    self.box.request(
+                        program["code"],
+                        program.get("entry", entry),
+                        timeout=program.get("timeout"),
+                        memory_mb=program.get("memory_mb"),
+                        stdin=program.get("stdin"),
+                        files=program.get("files"),
+                    )
+                )
+            else:
+                raise TypeError("each program must be a source string or an object with its code")
+        return requests
+
+    async def _stream_finished(self, requests: list[RunRequest]) -> AsyncIterator[bytes]:
+        """One line per request, as each finishes; a program's room in the queue is freed as it does
+        (also when the client leaves: the programs left are cancelled)."""
+        finished: asyncio.Queue[tuple[int, ExecResult]] = asyncio.Queue()
+
+        async def run(index: int, prepared: RunRequest) -> None:
+            try:
+                finished.put_nowait((index, await self._run_one(prepared)))
+            finally:
+                self.admission.release(1)
+
+        tasks = [asyncio.create_task(run(index, prepared)) for index, prepared in enumerate(requests)]
+        try:
+            for _ in tasks:
+                index, result = await finished.get()
+                yield _line({"index": index, **_result_json(result)})
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+def _result_json(result: ExecResult) -> dict[str, Any]:
+    return {**result.to_json(), "stdout": result.stdout, "stderr": result.stderr}
+
+
+def _list(body: Any, name: str) -> list[Any]:
+    if not isinstance(body, Mapping) or not isinstance(body.get(name), list):
+        raise TypeError(f"the body must be a JSON object with a list {name!r}")
+    return list(body[name])
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, allow_nan=False).encode() + b"\n"
+
+
+def _bad_request(message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=400)
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _in_thread(results: Iterator[Any]) -> AsyncIterator[Any]:
+    """Iterate a blocking iterator on a thread of its own, its items handed to the event loop as they
+    come (the pipeline's scoring runs there; the loop goes on serving)."""
+    loop = asyncio.get_running_loop()
+    items: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue()
+    done = object()
+
+    def drain() -> None:
+        try:
+            for item in results:
+                loop.call_soon_threadsafe(items.put_nowait, (True, item))
+            loop.call_soon_threadsafe(items.put_nowait, (True, done))
+        except BaseException as exc:  # handed to the consumer, raised there
+            loop.call_soon_threadsafe(items.put_nowait, (False, exc))
+
+    worker = loop.run_in_executor(None, drain)
+    try:
+        while True:
+            ok, item = await items.get()
+            if not ok:
+                raise item
+            if item is done:
+                return
+            yield item
+    finally:
+        await worker
+
+
+async def _aenumerate(items: AsyncIterator[Any]) -> AsyncIterator[tuple[int, Any]]:
+    index = 0
+    async for item in items:
+        yield index, item
+        index += 1
+
+
+class TokenCheck:
+    """ASGI middleware: every HTTP request but GET /health carries `Authorization: Bearer TOKEN`
+    (compared in constant time), else 401."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/health":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = JSONResponse(
+                    {"error": "missing or wrong bearer token"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def make_app(config: ServiceConfig | None = None) -> ASGIApp:
+    """The service's ASGI app: its Sandbox starts before it accepts a request and closes after the
+    last one (the lifespan)."""
+    service = Service(config or ServiceConfig())
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await asyncio.to_thread(service.box.start)
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(service.box.close)
+
+    routes = [
+        Route("/run_code", service.run_code, methods=["POST"]),
+        Route("/v1/run", service.run, methods=["POST"]),
+        Route("/v1/score", service.score, methods=["POST"]),
+        Route("/openrlhf/reward", service.openrlhf_reward, methods=["POST"]),
+        Route("/health", service.health, methods=["GET"]),
+        Route("/metrics", service.metrics_text, methods=["GET"]),
+    ]
+    app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
+    if service.config.token:
+        app = TokenCheck(app, service.config.token)
+    return app
+
+
+CONFIG_ENVIRONMENT = "POTRUN_SERVE_CONFIG"
+
+
+def app_from_environment() -> ASGIApp:
+    """The app of a uvicorn worker process (`--workers N`): its ServiceConfig comes as JSON in the
+    environment variable POTRUN_SERVE_CONFIG, which `potrun serve` sets."""
+    return make_app(ServiceConfig.from_json(json.loads(os.environ[CONFIG_ENVIRONMENT])))

@@ -1,0 +1,43 @@
+"""`serve`: run the service under uvicorn, in one process or in several (`processes`), each with its
+own sandbox pool (README, "The service": replicas behind a balancer scale it past one machine)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+
+import uvicorn
+
+from potrun.service.app import CONFIG_ENVIRONMENT, ServiceConfig, make_app
+from potrun.types import UsageError
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """A service bound beyond loopback runs any program it is sent: refuse that without a token."""
+    if token or _is_loopback(host):
+        return
+    raise UsageError(f"--host {host} is reachable from other machines: give a --token (or POTRUN_TOKEN)")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve to anything
+        return False
+
+
+def serve(config: ServiceConfig, host: str = "127.0.0.1", port: int = 8080, processes: int = 1) -> None:
+    """Serve until SIGINT or SIGTERM, then stop accepting, finish every accepted request and close the
+    sandbox (uvicorn's graceful shutdown, without a time limit). `processes` > 1: that many uvicorn
+    worker processes share the port, each with its own pool (the config reaches them through the
+    environment variable POTRUN_SERVE_CONFIG)."""
+    check_exposure(host, config.token)
+    options = {"host": host, "port": port, "log_level": "warning", "timeout_graceful_shutdown": None}
+    if processes == 1:
+        uvicorn.run(make_app(config), **options)  # type: ignore[arg-type]
+        return
+    os.environ[CONFIG_ENVIRONMENT] = json.dumps(config.to_json())
+    uvicorn.run("potrun.service.app:app_from_environment", factory=True, workers=processes, **options)  # type: ignore[arg-type]
