@@ -803,6 +803,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
+    import signal
 
     try:
         from potrun.service import ServiceConfig, serve
@@ -821,6 +822,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     token = args.token or os.environ.get("POTRUN_TOKEN") or None
     config = ServiceConfig(sandbox, token=token, queue_limit=args.queue_limit, max_body_bytes=args.max_body_mb << 20)
+    # uvicorn finishes every accepted request on SIGTERM, then raises the signal again: as an interrupt
+    # (which uvicorn.run takes as the end), so that a graceful stop exits 0, not by death from the signal.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     serve(config, host=args.host, port=args.port, processes=args.workers)
     return EXIT_OK
 

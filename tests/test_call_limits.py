@@ -1,0 +1,97 @@
+"""Per-call limits, stdin and files (`Sandbox.run(source, timeout=, memory_mb=, stdin=, files=)`), on
+each backend, on the session's trusted pool (2 s, 512 MB): what a call gives changes that program only."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import Pools, describe
+
+from potrun import Sandbox, Status, UsageError
+from potrun.sandbox.protocol import INPUT_LIMIT
+
+
+@pytest.fixture
+def trusted(pools: Pools, backend: str) -> Sandbox:
+    return pools.get("trusted", backend)
+
+
+def test_a_per_call_timeout_stops_that_program_only(trusted: Sandbox) -> None:
+    short = trusted.run("while True:\n    pass", timeout=0.3)
+    assert short.status is Status.TIMEOUT and short.timeout_kind == "cpu", describe(short)
+    assert short.cpu_s < 1.0, describe(short)  # the pool's own limit is 2 s
+    after = trusted.run("s = 0\nfor k in range(3 * 10**6):\n    s += k\nans = s")
+    assert after.status is Status.OK, describe(after)  # the next program has the pool's limit again
+
+
+def test_a_per_call_timeout_may_be_longer_than_the_pools(trusted: Sandbox) -> None:
+    result = trusted.run(
+        "import time\nt = time.process_time()\nwhile time.process_time() - t < 2.3:\n    pass\nans = 1", timeout=4
+    )
+    assert result.status is Status.OK, describe(result)
+
+
+def test_a_per_call_memory_limit(trusted: Sandbox) -> None:
+    program = "x = bytearray(300 * 1024 * 1024)\nans = len(x)"
+    assert trusted.run(program).status is Status.OK  # 512 MB: it fits
+    small = trusted.run(program, memory_mb=150)
+    assert small.status is Status.MEMORY_LIMIT, describe(small)
+
+
+@pytest.mark.parametrize(
+    ("program", "value"),
+    [
+        ("import sys\nans = sys.stdin.read()", "one\ntwo\n"),
+        ("ans = input() + '+' + input()", "one+two"),
+        ("import os\nans = os.read(0, 3).decode()", "one"),
+        ("import sys\nans = [line.strip() for line in sys.stdin]", ["one", "two"]),
+    ],
+    ids=["read", "input", "fd-0", "lines"],
+)
+def test_stdin_is_what_the_program_reads(trusted: Sandbox, program: str, value: object) -> None:
+    result = trusted.run(program, stdin="one\ntwo\n")
+    assert result.status is Status.OK and result.value == value, describe(result)
+
+
+def test_without_stdin_the_program_reads_nothing(trusted: Sandbox) -> None:
+    result = trusted.run("import sys\nans = repr(sys.stdin.read())")
+    assert result.value == "''", describe(result)
+
+
+def test_files_are_in_the_scratch_directory_and_only_for_that_program(trusted: Sandbox) -> None:
+    files = {"data/in.txt": "text é", "blob.bin": b"\x00\xff"}
+    program = "ans = [open('data/in.txt', encoding='utf-8').read(), list(open('blob.bin', 'rb').read())]"
+    result = trusted.run(program, files=files)
+    assert result.status is Status.OK and result.value == ["text é", [0, 255]], describe(result)
+    writable = trusted.run("open('data/in.txt', 'a').write('more')\nans = open('data/in.txt').read()", files=files)
+    assert writable.value == "text émore", describe(writable)  # the program's own files
+    after = trusted.run("import os\nans = os.listdir('.')")
+    assert after.value == [], describe(after)
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../up.txt", "a/../../b", "", "a//b", "./a", "nul\0x"])
+def test_file_names_outside_the_scratch_are_refused(trusted: Sandbox, name: str) -> None:
+    with pytest.raises(UsageError):
+        trusted.request("ans = 1", files={name: "x"})
+
+
+def test_inputs_are_bounded(trusted: Sandbox) -> None:
+    with pytest.raises(UsageError, match="at most"):
+        trusted.request("ans = 1", stdin="x" * (INPUT_LIMIT + 1))
+
+
+def test_a_pure_program_given_stdin_still_takes_the_warm_tier(trusted: Sandbox) -> None:
+    result = trusted.run("ans = 6 * 7", stdin="ignored", files={"f": "x"})
+    assert result.status is Status.OK and result.value == 42 and result.isolation == "warm", describe(result)
+
+
+@pytest.mark.parametrize("option", [{"timeout": 0}, {"timeout": float("nan")}, {"memory_mb": -1}])
+def test_bad_per_call_limits_are_usage_errors(trusted: Sandbox, option: dict[str, float]) -> None:
+    with pytest.raises(UsageError):
+        trusted.request("ans = 1", **option)  # type: ignore[arg-type]
+
+
+def test_arun_takes_the_same_per_call_options(trusted: Sandbox) -> None:
+    result = asyncio.run(trusted.arun("ans = input()", stdin="async"))
+    assert result.value == "async", describe(result)

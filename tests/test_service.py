@@ -1,0 +1,324 @@
+"""`potrun serve`, started for real on 127.0.0.1 (a free port) by the tests, called with SandboxFusion's
+own client package (`sandbox-fusion` from PyPI) and with plain HTTP (httpx)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+pytest.importorskip("starlette", reason="the serve extra: pip install 'potrun[serve]'")
+sandbox_fusion = pytest.importorskip("sandbox_fusion", reason="the sandbox-fusion client (test extra)")
+
+TOKEN = "s3cret-token"
+STOPPED = 0  # a graceful stop
+
+
+@dataclass
+class Service:
+    process: subprocess.Popen[bytes]
+    url: str
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+    def stop(self) -> int:
+        """SIGTERM, and the exit code: 0 once every accepted request finished (a graceful stop)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(60)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_service(*options: str) -> Service:
+    """`potrun serve` on a free loopback port with the tests' small limits, once /health answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "potrun", "serve", "--port", str(port), "--sandbox-workers", "2"]
+    command += ["--timeout", "2", "--memory", "512", *options]
+    process = subprocess.Popen(command)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"potrun serve exited with {process.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return Service(process, url)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError("potrun serve did not answer /health in 60 s")
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[Service]:
+    started = start_service()
+    yield started
+    assert started.stop() == STOPPED
+
+
+def run_code(service: Service, **fields: object) -> dict[str, object]:
+    answer = httpx.post(f"{service.url}/run_code", json={"language": "python", **fields}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def lines(response: httpx.Response) -> list[dict[str, object]]:
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+
+# -------------------------------------------------------------------------- SandboxFusion's /run_code
+
+
+def test_the_sandbox_fusion_client_runs_code_with_stdin_and_files(service: Service) -> None:
+    from sandbox_fusion import RunCodeRequest, RunStatus, run_code
+
+    code = "import sys\nprint(sys.stdin.read().upper(), open('in/data.txt').read())"
+    request = RunCodeRequest(
+        code=code, language="python", stdin="abc", files={"in/data.txt": base64.b64encode(b"xyz").decode()}
+    )
+    response = run_code(request, endpoint=service.url, max_attempts=1)
+    assert response.status == RunStatus.Success
+    assert response.run_result is not None and response.run_result.return_code == 0
+    assert response.run_result.stdout == "ABC xyz\n"
+
+
+def test_the_sandbox_fusion_client_reads_failures_and_timeouts(service: Service) -> None:
+    from sandbox_fusion import RunCodeRequest, RunStatus, SummaryMapping, run_code, summary_run_code_result
+
+    failed = run_code(
+        RunCodeRequest(code="print('so far')\n1 / 0", language="python"), endpoint=service.url, max_attempts=1
+    )
+    assert failed.status == RunStatus.Failed and failed.run_result.return_code == 1  # type: ignore[union-attr]
+    assert failed.run_result.stdout == "so far\n"  # type: ignore[union-attr]
+    assert "ZeroDivisionError" in failed.run_result.stderr  # type: ignore[union-attr,operator]
+    slow = run_code(
+        RunCodeRequest(code="while True: pass", language="python", run_timeout=0.5),
+        endpoint=service.url,
+        max_attempts=1,
+    )
+    mapping = SummaryMapping(RunTimeout="timeout", RunFailed="failed")
+    assert summary_run_code_result(slow, mapping) == "timeout"
+    assert summary_run_code_result(failed, mapping) == "failed"
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "return_code"),
+    [
+        ("import sys\nsys.exit(0)", "Success", 0),
+        ("import sys\nsys.exit(3)", "Failed", 3),
+        ("def f(:", "Failed", 1),
+        ("x = bytearray(800 * 1024 * 1024)", "Failed", 1),
+        ("import time\ntime.sleep(0.2)\nprint('late')", "Success", 0),
+    ],
+    ids=["exit-0", "exit-3", "syntax", "memory", "sleep"],
+)
+def test_run_code_status_words_and_return_codes(service: Service, code: str, status: str, return_code: int) -> None:
+    answer = run_code(service, code=code)
+    assert answer["status"] == status, answer
+    assert answer["run_result"]["return_code"] == return_code, answer  # type: ignore[index]
+    assert set(answer) == {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
+
+
+def test_run_code_memory_limit_is_per_call(service: Service) -> None:
+    code = "x = bytearray(200 * 1024 * 1024)\nprint(len(x))"
+    assert run_code(service, code=code)["status"] == "Success"
+    assert run_code(service, code=code, memory_limit_MB=100)["status"] == "Failed"
+
+
+def test_other_languages_get_sandbox_fusions_error_shapes(service: Service) -> None:
+    known = run_code(service, code="int main() {}", language="cpp")
+    assert known["status"] == "SandboxError" and "python only" in str(known["message"]), known
+    unknown = httpx.post(f"{service.url}/run_code", json={"code": "x", "language": "cobol"})
+    assert unknown.status_code == 422 and unknown.json()["detail"][0]["loc"] == ["body", "language"]
+    missing = httpx.post(f"{service.url}/run_code", json={"language": "python"})
+    assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["body", "code"]
+
+
+def test_a_file_name_outside_the_scratch_is_a_sandbox_error(service: Service) -> None:
+    answer = run_code(service, code="print(1)", files={"../escape.txt": base64.b64encode(b"x").decode()})
+    assert answer["status"] == "SandboxError" and "escape" in str(answer["message"]), answer
+
+
+# ---------------------------------------------------------------------------- potrun's own endpoints
+
+
+def test_v1_run_streams_one_result_per_program_as_each_finishes(service: Service) -> None:
+    programs = [
+        "import time\ntime.sleep(0.5)\nans = 'slow'",
+        "ans = 6 * 7",
+        {"code": "ans = input()", "stdin": "typed"},
+        {"code": "while True: pass", "timeout": 0.3},
+        "ans = 1 / 0",
+    ]
+    with service.client() as client:
+        answer = client.post("/v1/run", json={"programs": programs})
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/x-ndjson")
+    results = lines(answer)
+    by_index = {r["index"]: r for r in results}
+    assert sorted(by_index) == [0, 1, 2, 3, 4]
+    assert by_index[0]["value"] == "slow" and by_index[1]["value"] == 42 and by_index[2]["value"] == "typed"
+    assert by_index[3]["status"] == "timeout" and by_index[4]["error_type"] == "ZeroDivisionError"
+    assert results[0]["index"] != 0  # quick ones came before the slow one had finished
+
+
+def test_v1_score_streams_rewards_in_order(service: Service) -> None:
+    body = {
+        "completions": ["```python\nans = 48 + 24\n```", "ans = 48 - 24", "ans = 1 / 0", "The answer is 72."],
+        "golds": ["#### 72"] * 4,
+        "shaped": True,
+    }
+    with service.client() as client:
+        answer = client.post("/v1/score", json=body)
+    results = lines(answer)
+    assert [r["index"] for r in results] == [0, 1, 2, 3]
+    assert [r["reward"] for r in results] == [1.0, 0.1, 0.0, 0.0]
+    assert results[0]["correct"] is True and results[2]["status"] == "error"
+    cot = client_post(service, "/v1/score", {"completions": ["so it is 72"], "golds": [72], "mode": "cot"})
+    assert lines(cot)[0]["reward"] == 1.0
+
+
+def test_v1_score_rejects_bad_options_before_running(service: Service) -> None:
+    answer = client_post(service, "/v1/score", {"completions": ["ans = 1"], "golds": [1, 2]})
+    assert answer.status_code == 400 and "golds" in answer.json()["error"]
+    answer = client_post(service, "/v1/score", {"completions": ["ans = 1"], "golds": [1], "mode": "nope"})
+    assert answer.status_code == 400
+
+
+def client_post(service: Service, path: str, body: object) -> httpx.Response:
+    with service.client() as client:
+        return client.post(path, json=body)
+
+
+def test_health_and_metrics(service: Service) -> None:
+    run_code(service, code="print(1)")
+    health = httpx.get(f"{service.url}/health").json()
+    assert health["status"] == "ok" and health["policy"] == "trusted" and health["workers"] == 2
+    text = httpx.get(f"{service.url}/metrics").text
+    metrics = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert float(metrics['potrun_programs_total{status="ok"}']) >= 1
+    assert float(metrics['potrun_requests_total{route="/run_code"}']) >= 1
+    assert metrics["potrun_queue_depth"] == "0" and "potrun_programs_per_second" in metrics
+
+
+def test_a_body_over_the_limit_is_413(service: Service) -> None:
+    answer = httpx.post(f"{service.url}/run_code", content=b"x" * (33 * 1024 * 1024), timeout=60)
+    assert answer.status_code == 413
+    assert httpx.get(f"{service.url}/health").status_code == 200
+
+
+def test_openrlhf_route_mounts_the_adapter_or_says_it_is_missing(service: Service) -> None:
+    payload = {"query": ["Q: 1+1?\nA: ```python\nans = 1 + 1\n```"], "prompts": ["Q: 1+1?\nA: "], "labels": ["2"]}
+    answer = client_post(service, "/openrlhf/reward", payload)
+    try:
+        import potrun.integrations.openrlhf  # noqa: F401
+    except ImportError:
+        assert answer.status_code == 501
+        return
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["rewards"] == [1.0]
+
+
+# ------------------------------------------------------------------ token, queue, shutdown, replicas
+
+
+def test_a_token_guards_every_route_but_health() -> None:
+    guarded = start_service("--token", TOKEN)
+    try:
+        assert httpx.post(f"{guarded.url}/run_code", json={"code": "print(1)", "language": "python"}).status_code == 401
+        with guarded.client("wrong") as client:
+            assert client.get("/metrics").status_code == 401
+        with guarded.client(TOKEN) as client:
+            assert (
+                client.post("/run_code", json={"code": "print(1)", "language": "python"}).json()["status"] == "Success"
+            )
+        assert httpx.get(f"{guarded.url}/health").status_code == 200
+    finally:
+        assert guarded.stop() == STOPPED
+
+
+def test_a_public_address_without_a_token_is_refused() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "potrun", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "POTRUN_TOKEN"},
+    )
+    assert done.returncode == 2 and "--token" in done.stderr
+
+
+def test_a_full_queue_answers_429_and_a_batch_larger_than_it_413() -> None:
+    small = start_service("--queue-limit", "2")
+    try:
+        slow = {"programs": ["import time\ntime.sleep(1.5)\nans = 1"] * 2}
+        holder = threading.Thread(target=lambda: httpx.post(f"{small.url}/v1/run", json=slow, timeout=60))
+        holder.start()
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{small.url}/health").json()["queue_depth"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        refused = httpx.post(f"{small.url}/run_code", json={"code": "print(1)", "language": "python"})
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        holder.join()
+        assert httpx.post(f"{small.url}/run_code", json={"code": "print(1)", "language": "python"}).status_code == 200
+        too_many = httpx.post(f"{small.url}/v1/run", json={"programs": ["ans = 1"] * 3})
+        assert too_many.status_code == 413
+    finally:
+        assert small.stop() == STOPPED
+
+
+def test_sigterm_finishes_every_accepted_request() -> None:
+    stopping = start_service()
+    answers: list[httpx.Response] = []
+    programs = {"programs": [f"import time\ntime.sleep(1)\nans = {k}" for k in range(4)]}
+
+    def send() -> None:
+        answers.append(httpx.post(f"{stopping.url}/v1/run", json=programs, timeout=60))
+
+    senders = [threading.Thread(target=send) for _ in range(3)]
+    for sender in senders:
+        sender.start()
+    deadline = time.monotonic() + 10
+    while httpx.get(f"{stopping.url}/health").json()["queue_depth"] < 12 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stopping.process.send_signal(signal.SIGTERM)
+    for sender in senders:
+        sender.join()
+    assert stopping.process.wait(60) == STOPPED
+    assert len(answers) == 3
+    for answer in answers:
+        assert sorted(r["value"] for r in lines(answer)) == [0, 1, 2, 3]
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{stopping.url}/health", timeout=2)
+
+
+def test_replicas_share_the_port_each_with_its_own_pool() -> None:
+    replicas = start_service("--workers", "2", "--sandbox-workers", "1")
+    try:
+        pids = set()
+        deadline = time.monotonic() + 30
+        while len(pids) < 2 and time.monotonic() < deadline:
+            with httpx.Client(base_url=replicas.url) as client:  # a new connection each time
+                pids.add(client.get("/health").json()["pid"])
+        assert len(pids) == 2
+        answer = run_code(replicas, code="print(6 * 7)")
+        assert answer["run_result"]["stdout"] == "42\n"  # type: ignore[index]
+    finally:
+        assert replicas.stop() == STOPPED
