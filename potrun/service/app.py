@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hmac
+import importlib
 import json
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -162,8 +163,8 @@ class Service:
         body = await self._body(request)
         if isinstance(body, Response):
             return body
-        try:
-            from potrun.integrations.openrlhf import reward_payload
+        try:  # imported on first use: the adapter is its own module, and the service runs without it
+            reward_payload = importlib.import_module("potrun.integrations.openrlhf").reward_payload
         except ImportError:
             return JSONResponse({"error": "potrun.integrations.openrlhf is not installed here"}, status_code=501)
         size = len(body.get("query") or []) if isinstance(body, Mapping) else 0
