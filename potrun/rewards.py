@@ -143,17 +143,10 @@ def score_completions(
     return [reward_of(result, points) for result in results]
 
 
-def score_records(
-    completions: Sequence[Any],
-    golds: Sequence[Any],
-    *,
-    mode: str = "pot",
-    preset: str = "default",
-    sandbox: SandboxLike | None = None,
-    **compare_options: Any,
-) -> list[RecordResult]:
-    """The full RecordResult of each pair (status, value, correct, ...), for logging beside the rewards."""
-    return list(iter_records(completions, golds, mode=mode, preset=preset, sandbox=sandbox, **compare_options))
+def score_records(completions: Sequence[Any], golds: Sequence[Any], **options: Any) -> list[RecordResult]:
+    """The full RecordResult of each pair (status, value, correct, ...), for logging beside the rewards
+    (the options are `iter_records`')."""
+    return list(iter_records(completions, golds, **options))
 
 
 def iter_records(
@@ -165,8 +158,9 @@ def iter_records(
     sandbox: SandboxLike | None = None,
     **compare_options: Any,
 ) -> Iterator[RecordResult]:
-    """`score_records`, streamed: each pair's RecordResult in order, as soon as it is known (the options
-    are checked before the first is asked for: a bad one raises here)."""
+    """Each pair's RecordResult, in order, each as soon as it is known (the options are checked before
+    the first is asked for: a bad one raises here). `sandbox`: your own started Sandbox instead of the
+    shared one."""
     if len(completions) != len(golds):
         raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
     options = CheckOptions(

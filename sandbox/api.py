@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from contextlib import aclosing, closing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from potrun.policies import POLICY_NAMES, get_policy
 from potrun.sandbox.backends import BACKENDS
@@ -94,6 +94,17 @@ def _check_choice(option: str, value: object, choices: tuple[str, ...]) -> None:
 def _check_positive(option: str, value: float) -> None:
     if not value > 0:  # not `value <= 0`: NaN is refused too
         raise UsageError(f"{option} must be positive, not {value!r}")
+
+
+class CallOptions(TypedDict, total=False):
+    """The keyword arguments of `Sandbox.run` and `arun`: those of `Sandbox.request`."""
+
+    entry: str | None
+    capture: bool
+    timeout: float | None
+    memory_mb: int | None
+    stdin: str | None
+    files: Mapping[str, bytes | str] | None
 
 
 def _checked_files(stdin: str | None, files: Mapping[str, bytes | str]) -> tuple[tuple[str, bytes], ...]:
@@ -284,22 +295,9 @@ class Sandbox:
             files=_checked_files(stdin, files or {}),
         )
 
-    def run(
-        self,
-        source: str,
-        *,
-        entry: str | None = None,
-        capture: bool = False,
-        timeout: float | None = None,
-        memory_mb: int | None = None,
-        stdin: str | None = None,
-        files: Mapping[str, bytes | str] | None = None,
-    ) -> ExecResult:
-        """One program's ExecResult; the keyword arguments are `request`'s."""
-        request = self.request(
-            source, entry, capture=capture, timeout=timeout, memory_mb=memory_mb, stdin=stdin, files=files
-        )
-        with closing(self.run_requests([request])) as results:  # type: ignore[type-var]
+    def run(self, source: str, **options: Unpack[CallOptions]) -> ExecResult:
+        """One program's ExecResult; the keyword arguments are `request`'s (CallOptions)."""
+        with closing(self.run_requests([self.request(source, **options)])) as results:  # type: ignore[type-var]
             return next(results)  # type: ignore[return-value]
 
     def run_many(
@@ -315,21 +313,9 @@ class Sandbox:
 
     # -- running, from asyncio -----------------------------------------------------------------------------
 
-    async def arun(
-        self,
-        source: str,
-        *,
-        entry: str | None = None,
-        capture: bool = False,
-        timeout: float | None = None,
-        memory_mb: int | None = None,
-        stdin: str | None = None,
-        files: Mapping[str, bytes | str] | None = None,
-    ) -> ExecResult:
+    async def arun(self, source: str, **options: Unpack[CallOptions]) -> ExecResult:
         """`run` for asyncio: the event loop goes on while the program runs."""
-        request = self.request(
-            source, entry, capture=capture, timeout=timeout, memory_mb=memory_mb, stdin=stdin, files=files
-        )
+        request = self.request(source, **options)
         async with aclosing(self.arun_requests([request])) as results:
             async for result in results:
                 return result  # type: ignore[return-value]

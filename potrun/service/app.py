@@ -30,7 +30,7 @@ import hmac
 import importlib
 import json
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,10 +89,7 @@ class Service:
 
     # -- the routes ------------------------------------------------------------------------------------
 
-    async def run_code(self, request: Request) -> Response:
-        body = await self._body(request)
-        if isinstance(body, Response):
-            return body
+    async def run_code(self, body: Any) -> Response:
         try:
             call = fusion.read_request(body)
         except fusion.InvalidRequest as exc:
@@ -114,10 +111,7 @@ class Service:
             self.admission.release(1)
         return JSONResponse(fusion.response(result))
 
-    async def run(self, request: Request) -> Response:
-        body = await self._body(request)
-        if isinstance(body, Response):
-            return body
+    async def run(self, body: Any) -> Response:
         try:
             requests = self._run_requests(body)
         except (UsageError, TypeError, ValueError) as exc:
@@ -127,10 +121,7 @@ class Service:
             return refused
         return StreamingResponse(self._stream_finished(requests), media_type=NDJSON)
 
-    async def score(self, request: Request) -> Response:
-        body = await self._body(request)
-        if isinstance(body, Response):
-            return body
+    async def score(self, body: Any) -> Response:
         try:
             completions, golds = _list(body, "completions"), _list(body, "golds")
             points = reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale"))
@@ -159,10 +150,7 @@ class Service:
 
         return StreamingResponse(lines(), media_type=NDJSON)
 
-    async def openrlhf_reward(self, request: Request) -> Response:
-        body = await self._body(request)
-        if isinstance(body, Response):
-            return body
+    async def openrlhf_reward(self, body: Any) -> Response:
         try:  # imported on first use: the adapter is its own module, and the service runs without it
             reward_payload = importlib.import_module("potrun.integrations.openrlhf").reward_payload
         except ImportError:
@@ -198,6 +186,15 @@ class Service:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     # -- helpers ---------------------------------------------------------------------------------------
+
+    def with_body(self, handler: Callable[[Any], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """A route that hands `handler` the request's JSON body, or answers the refusal of it itself."""
+
+        async def route(request: Request) -> Response:
+            body = await self._body(request)
+            return body if isinstance(body, Response) else await handler(body)
+
+        return route
 
     async def _body(self, request: Request) -> Any:
         """The request's JSON, or the response that refuses it (413 too large, 422 not JSON)."""
@@ -370,10 +367,10 @@ def make_app(config: ServiceConfig | None = None) -> ASGIApp:
             await asyncio.to_thread(service.box.close)
 
     routes = [
-        Route("/run_code", service.run_code, methods=["POST"]),
-        Route("/v1/run", service.run, methods=["POST"]),
-        Route("/v1/score", service.score, methods=["POST"]),
-        Route("/openrlhf/reward", service.openrlhf_reward, methods=["POST"]),
+        Route("/run_code", service.with_body(service.run_code), methods=["POST"]),
+        Route("/v1/run", service.with_body(service.run), methods=["POST"]),
+        Route("/v1/score", service.with_body(service.score), methods=["POST"]),
+        Route("/openrlhf/reward", service.with_body(service.openrlhf_reward), methods=["POST"]),
         Route("/health", service.health, methods=["GET"]),
         Route("/metrics", service.metrics_text, methods=["GET"]),
     ]
