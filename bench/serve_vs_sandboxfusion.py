@@ -12,8 +12,9 @@ loopback port (trusted policy, SandboxFusion's default), then:
 2. under that load, one more connection sends a quick program (`print(1)`) again and again: its p50 and
    p99 latency;
 3. `/v1/score`: the programs' completions and golds in batches of `--batch`, against the same scoring
-   through the Python API (`potrun.rewards.score_completions` with a Sandbox of the same workers); the
-   ratio. (The service's dedup cache is fresh: the service is restarted before this step.)
+   through the Python API (`potrun.rewards.score_completions`, its shared sandbox of the same workers:
+   a dedup cache over a warm pool, as the service's); the ratio. (Both caches start empty: the service
+   is restarted before this step.)
 
 The load generator is a plain asyncio HTTP/1.1 client (no HTTP library: it shares the 2 cores with the
 service). SandboxFusion's server is not pip-installable with its runners here, so its rate is the one
@@ -154,6 +155,7 @@ async def run_code_load(port: int, programs: list[str], concurrency: int, rounds
 
 async def score_load(port: int, completions: list[str], golds: list[float], batch: int) -> tuple[float, list[float]]:
     connection = await Connection.open(port)
+    await connection.post("/v1/score", json.dumps({"completions": ["ans = 1"] * 50, "golds": [1] * 50}).encode())
     rewards: list[float] = []
     started = time.perf_counter()
     for k in range(0, len(completions), batch):
@@ -166,16 +168,20 @@ async def score_load(port: int, completions: list[str], golds: list[float], batc
 
 
 def score_api(completions: list[str], golds: list[float], batch: int, workers: int) -> tuple[float, list[float]]:
-    from potrun import Sandbox
-    from potrun.rewards import score_completions
+    """The same batches through `potrun.rewards.score_completions` and its shared sandbox (a dedup cache
+    over a warm pool, as the service's), made fresh here."""
+    from potrun import rewards
 
-    with Sandbox(policy="trusted", workers=workers) as box:
-        score_completions(completions[:50], golds[:50], sandbox=box)  # warm the pool up
+    rewards.configure(policy="trusted", workers=workers)
+    try:
+        rewards.score_completions(["ans = 1"] * 50, [1] * 50)  # start and warm the pool up
         started = time.perf_counter()
-        rewards = []
+        scored = []
         for k in range(0, len(completions), batch):
-            rewards += score_completions(completions[k : k + batch], golds[k : k + batch], sandbox=box)
-        return len(completions) / (time.perf_counter() - started), rewards
+            scored += rewards.score_completions(completions[k : k + batch], golds[k : k + batch])
+        return len(completions) / (time.perf_counter() - started), scored
+    finally:
+        rewards.close()
 
 
 def main() -> None:

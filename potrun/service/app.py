@@ -30,6 +30,7 @@ import hmac
 import importlib
 import json
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from potrun.cache import CachedSandbox
+from potrun.pipeline import RecordResult
 from potrun.rewards import iter_records, reward_of, reward_points
 from potrun.sandbox.api import Sandbox, SandboxConfig
 from potrun.sandbox.protocol import RunRequest
@@ -139,12 +141,14 @@ class Service:
         if refused is not None:
             return refused
 
+        def line(index: int, record: RecordResult) -> bytes:  # on the scoring thread
+            self.metrics.count_program(record.status)
+            return _line({"index": index, "reward": reward_of(record, points), **record.to_json()})
+
         async def lines() -> AsyncIterator[bytes]:
-            index = -1
             try:
-                async for index, record in _aenumerate(_in_thread(results)):
-                    self.metrics.count_program(record.status)
-                    yield _line({"index": index, "reward": reward_of(record, points), **record.to_json()})
+                async for chunk in _in_thread(line(index, record) for index, record in enumerate(results)):
+                    yield b"".join(chunk)
             finally:
                 self.admission.release(len(completions))
 
@@ -298,39 +302,42 @@ async def _read_limited(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _in_thread(results: Iterator[Any]) -> AsyncIterator[Any]:
-    """Iterate a blocking iterator on a thread of its own, its items handed to the event loop as they
-    come (the pipeline's scoring runs there; the loop goes on serving)."""
+async def _in_thread(items: Iterator[Any]) -> AsyncIterator[list[Any]]:
+    """Iterate a blocking iterator on a thread of its own (the pipeline's scoring runs there; the loop
+    goes on serving), handing its items to the event loop in chunks: all that came since the loop last
+    looked, with one wake-up of the loop per chunk rather than per item."""
     loop = asyncio.get_running_loop()
-    items: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue()
-    done = object()
+    ready: deque[Any] = deque()  # filled by the thread, emptied by the loop (deque appends are atomic)
+    wake = asyncio.Event()
+    finished: list[BaseException | None] = []
 
     def drain() -> None:
         try:
-            for item in results:
-                loop.call_soon_threadsafe(items.put_nowait, (True, item))
-            loop.call_soon_threadsafe(items.put_nowait, (True, done))
+            for item in items:
+                was_empty = not ready
+                ready.append(item)
+                if was_empty:
+                    loop.call_soon_threadsafe(wake.set)
+            finished.append(None)
         except BaseException as exc:  # handed to the consumer, raised there
-            loop.call_soon_threadsafe(items.put_nowait, (False, exc))
+            finished.append(exc)
+        loop.call_soon_threadsafe(wake.set)
 
     worker = loop.run_in_executor(None, drain)
     try:
         while True:
-            ok, item = await items.get()
-            if not ok:
-                raise item
-            if item is done:
+            if not ready and not finished:  # (the thread's wake-up runs on this loop: none is lost)
+                await wake.wait()
+                wake.clear()
+            chunk = [ready.popleft() for _ in range(len(ready))]
+            if chunk:
+                yield chunk
+            elif finished:  # appended after the last item: everything is handed over
+                if finished[0] is not None:
+                    raise finished[0]
                 return
-            yield item
     finally:
         await worker
-
-
-async def _aenumerate(items: AsyncIterator[Any]) -> AsyncIterator[tuple[int, Any]]:
-    index = 0
-    async for item in items:
-        yield index, item
-        index += 1
 
 
 class TokenCheck:
