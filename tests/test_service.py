@@ -202,6 +202,17 @@ def test_v1_score_rejects_bad_options_before_running(service: Service) -> None:
     assert answer.status_code == 400
 
 
+def test_v1_run_refuses_a_malformed_batch_whole(service: Service) -> None:
+    for body in (
+        {"programs": "ans = 1"},
+        {"programs": [{"stdin": "no code"}]},
+        {"programs": [{"code": "ans = 1", "files": {"../x": "y"}}]},
+    ):
+        answer = client_post(service, "/v1/run", body)
+        assert answer.status_code == 400, answer.text
+    assert httpx.get(f"{service.url}/health").json()["queue_depth"] == 0
+
+
 def client_post(service: Service, path: str, body: object) -> httpx.Response:
     with service.client() as client:
         return client.post(path, json=body)

@@ -116,7 +116,7 @@ class Service:
     async def run(self, body: Any) -> Response:
         try:
             requests = self._run_requests(body)
-        except (UsageError, TypeError, ValueError) as exc:
+        except (UsageError, TypeError, ValueError, KeyError) as exc:  # KeyError: a program without its code
             return _bad_request(str(exc))
         refused = self._admit(len(requests))
         if refused is not None:
