@@ -235,16 +235,18 @@ def test_a_body_over_the_limit_is_413(service: Service) -> None:
     assert httpx.get(f"{service.url}/health").status_code == 200
 
 
-def test_openrlhf_route_mounts_the_adapter_or_says_it_is_missing(service: Service) -> None:
-    payload = {"query": ["Q: 1+1?\nA: ```python\nans = 1 + 1\n```"], "prompts": ["Q: 1+1?\nA: "], "labels": ["2"]}
+def test_openrlhf_remote_reward_route(service: Service) -> None:
+    prompt = "Q: Natalia sold 48 clips and 24 more. How many?\nA: "
+    payload = {
+        "query": [prompt + "```python\nans = 48 + 24\n```<|im_end|>", prompt + "```python\nans = 48 - 24\n```"],
+        "prompts": [prompt, prompt],
+        "labels": ["72", "72"],
+    }
     answer = client_post(service, "/openrlhf/reward", payload)
-    try:
-        import potrun.integrations.openrlhf  # noqa: F401
-    except ImportError:
-        assert answer.status_code == 501
-        return
     assert answer.status_code == 200, answer.text
-    assert answer.json()["rewards"] == [1.0]
+    assert answer.json()["rewards"] == [1.0, 0.0] and answer.json()["scores"] == [1.0, 0.0]
+    assert "extra_logs" in answer.json()
+    assert client_post(service, "/openrlhf/reward", {"query": "not a list"}).status_code == 400
 
 
 # ------------------------------------------------------------------ token, queue, shutdown, replicas

@@ -10,7 +10,8 @@ Routes (README, "The service"):
                            "compare_options": {...}}: one JSON line per pair, in order,
                            {"index": i, "reward": r, ...the RecordResult's `potrun check --out` line}
     POST /openrlhf/reward  OpenRLHF's remote reward model: {"query", "prompts", "labels"} ->
-                           {"rewards", "scores", "extra_logs"} (potrun.integrations.openrlhf)
+                           {"rewards", "scores", "extra_logs"} (`potrun.integrations.openrlhf`'s
+                           `reward_payload`)
     GET  /health           {"status": "ok", "pid", ...}: no token needed (for balancers' probes)
     GET  /metrics          Prometheus text (metrics.py)
 
@@ -27,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hmac
-import importlib
 import json
 import os
 from collections import deque
@@ -155,10 +155,9 @@ class Service:
         return StreamingResponse(lines(), media_type=NDJSON)
 
     async def openrlhf_reward(self, body: Any) -> Response:
-        try:  # imported on first use: the adapter is its own module, and the service runs without it
-            reward_payload = importlib.import_module("potrun.integrations.openrlhf").reward_payload
-        except ImportError:
-            return JSONResponse({"error": "potrun.integrations.openrlhf is not installed here"}, status_code=501)
+        # Imported on first use: the service's other routes need none of it.
+        from potrun.integrations.openrlhf import reward_payload
+
         size = len(body.get("query") or []) if isinstance(body, Mapping) else 0
         refused = self._admit(size)
         if refused is not None:
