@@ -19,12 +19,12 @@ from potrun.benchmarks.finereason.rules import (
     PARSING_ERROR,
     VALID,
     PuzzleError,
+    Transition,
     Unreadable,
     backtracking,
     field,
     last_flat_list,
     literal,
-    walk,
 )
 
 _NUMBER = re.compile(r"\d+")
@@ -34,12 +34,8 @@ _MAX_NUMBER_DIGITS = 4000
 
 
 @dataclass(frozen=True)
-class Game24:
+class Game24(Transition):
     numbers: list[int]
-    parent: list[str]
-    current: list[str]
-    child: Any
-    backtrack: bool
 
     @classmethod
     def from_record(cls, inputs: Mapping[str, Any], status: str) -> Game24:
@@ -69,32 +65,29 @@ class Game24:
             return PARSING_ERROR  # the official re.findall on a non-string raises
         if _numbers_in(state) != self.numbers:
             return "different numbers"
-        return walk(
-            state, backtrack=self.backtrack, parent=self.parent, current=self.current, child=self.child, move=move
-        )
+        return self.walk(state)
 
-
-def move(previous: list[str], proposed: list[str]) -> str:
-    """ "1" when `proposed` joins two expressions of `previous` with one operator; else the
-    official error class."""
-    if len(proposed) != len(previous) - 1:
-        return "length difference is not 1"
-    before, after = Counter(previous), Counter(proposed)
-    added = after - before
-    if len(added) != 1:
-        return "no new expression or more than one new expression found"
-    used = list((before - after).elements())  # in the order of first appearance in `previous`
-    if len(used) != 2:
-        return "number of used expressions is not 2"
-    rest = next(iter(added))
-    for expression in used:
-        rest = rest.replace(expression, "")
-    for expression in used:
-        rest = rest.replace(expression.replace("(", "").replace(")", ""), "")
-    rest = rest.replace(" ", "").replace("(", "").replace(")", "")
-    if len(rest) != 1:
-        return "more than 1 operator"
-    return VALID if rest in _OPERATORS else "invalid operator"
+    def move(self, previous: list[str], proposed: list[str]) -> str:
+        """Gives "1" when `proposed` joins two expressions of `previous` with one operator; else the
+        official error class."""
+        if len(proposed) != len(previous) - 1:
+            return "length difference is not 1"
+        before, after = Counter(previous), Counter(proposed)
+        added = after - before
+        if len(added) != 1:
+            return "no new expression or more than one new expression found"
+        used = list((before - after).elements())  # in the order of first appearance in `previous`
+        if len(used) != 2:
+            return "number of used expressions is not 2"
+        rest = next(iter(added))
+        for expression in used:
+            rest = rest.replace(expression, "")
+        for expression in used:
+            rest = rest.replace(expression.replace("(", "").replace(")", ""), "")
+        rest = rest.replace(" ", "").replace("(", "").replace(")", "")
+        if len(rest) != 1:
+            return "more than 1 operator"
+        return VALID if rest in _OPERATORS else "invalid operator"
 
 
 def _numbers_in(expressions: list[str]) -> list[int] | None:

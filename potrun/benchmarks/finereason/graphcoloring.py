@@ -19,11 +19,11 @@ from potrun.benchmarks.finereason.rules import (
     INVALID_MOVE,
     VALID,
     PuzzleError,
+    Transition,
     backtracking,
     decoded,
     field,
     int_list,
-    walk,
 )
 
 _NUMBER = re.compile(r"\d+")
@@ -36,13 +36,9 @@ Color = int | str
 
 
 @dataclass(frozen=True)
-class GraphColoring:
+class GraphColoring(Transition):
     graph: list[list[int]]
     colors: int
-    parent: list[int]
-    current: list[int]
-    child: Any
-    backtrack: bool
 
     @classmethod
     def from_record(cls, inputs: Mapping[str, Any], status: str) -> GraphColoring:
@@ -70,17 +66,10 @@ class GraphColoring:
         coloring = [_color(match.group()) for match in _NUMBER.finditer(text)]
         if len({color for color in coloring if color != 0}) > self.colors:
             return "too many colors"
-        return walk(
-            coloring,
-            backtrack=self.backtrack,
-            parent=self.parent,
-            current=self.current,
-            child=self.child,
-            move=self.move,
-        )
+        return self.walk(coloring)
 
     def move(self, previous: list[int], proposed: list[Color]) -> str:
-        """ "1" when `proposed` colors one uncolored vertex of `previous` with a color its neighbours
+        """Gives "1" when `proposed` colors one uncolored vertex of `previous` with a color its neighbours
         lack; else the official error class."""
         changed = [vertex for vertex, color in enumerate(previous) if color != proposed[vertex]]
         if len(changed) != 1:

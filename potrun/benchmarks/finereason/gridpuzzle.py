@@ -28,13 +28,13 @@ from potrun.benchmarks.finereason.rules import (
     VALID,
     PuzzleError,
     RulesTooCostly,
+    Transition,
     Unreadable,
     backtracking,
     decoded,
     field,
     last_nested_list,
     literal,
-    walk,
 )
 
 # Work: a clue's characters times the table's rows, summed over the clue checks a record needs (the
@@ -45,11 +45,7 @@ _WHOLE_NUMBER = re.compile(r"\b\d+\b")
 
 
 @dataclass(frozen=True)
-class GridPuzzle:
-    parent: Table
-    current: Table
-    child: Any
-    backtrack: bool
+class GridPuzzle(Transition):
     clues: tuple[tuple[str, str], ...]  # (number, condition), in the record's order
     applied: tuple[str, ...]  # the clues applied to reach the current state, in order
     options: tuple[tuple[Any, tuple[Any, ...]], ...]  # (column header, its values), the official domains
@@ -79,19 +75,12 @@ class GridPuzzle:
             return PARSING_ERROR
         try:
             state = literal(block)
-            return walk(
-                state,
-                backtrack=self.backtrack,
-                parent=self.parent,
-                current=self.current,
-                child=self.child,
-                move=self.move,
-            )
+            return self.walk(state)
         except (Unreadable, ClueError):
             return PARSING_ERROR
 
     def move(self, previous: Table, proposed: Any) -> str:
-        """ "1" when applying one clue not yet applied to `previous` can give `proposed`; else
+        """Gives "1" when applying one clue not yet applied to `previous` can give `proposed`; else
         "invalid move". From the parent, the clues not yet applied are those before the last."""
         applied = self.applied[:-1] if self.backtrack else self.applied
         shaped = proposed if _shaped_like(proposed, previous) else None

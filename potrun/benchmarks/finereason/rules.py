@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 VALID = "1"  # the official class of a valid next state (scoring.py counts it as 1.0)
@@ -40,27 +41,32 @@ class RulesTooCostly(Exception):
     """Checking this record's state would take more work than the bounds allow."""
 
 
-def walk(
-    state: Any,
-    *,
-    backtrack: bool,
-    parent: Any,
-    current: Any,
-    child: Any,
-    move: Callable[[Any, Any], str],
-) -> str:
-    """The official class of `state` as the next state. From a dead end (`backtrack`: the current
-    state is unsolvable) only the parent is right; a valid move from the parent is a sibling. From a
-    solvable state a valid move is right unless it is the explored unsolvable child; otherwise the
-    class is what `move(previous, state)` says."""
-    if backtrack:
-        if state == parent:
-            return VALID
-        return SIBLING if move(parent, state) == VALID else BACKTRACKING_FAILURE
-    verdict = move(current, state)
-    if verdict != VALID:
-        return verdict
-    return UNSOLVABLE_CHILD if state == child else VALID
+@dataclass(frozen=True)
+class Transition:
+    """A state transition's states: the parent, the current state and its explored unsolvable child,
+    and whether the current state is a dead end (`backtrack`). Each puzzle adds its `move` rule."""
+
+    parent: Any
+    current: Any
+    child: Any
+    backtrack: bool
+
+    def move(self, previous: Any, proposed: Any) -> str:
+        """Gives "1" when `proposed` is one valid move from `previous`, else the official error class."""
+        raise NotImplementedError
+
+    def walk(self, state: Any) -> str:
+        """The official class of `state` as the next state. From a dead end only the parent is
+        right; a valid move from the parent is a sibling. From a solvable state a valid move is right
+        unless it is the explored unsolvable child; otherwise the class is what `move` says."""
+        if self.backtrack:
+            if state == self.parent:
+                return VALID
+            return SIBLING if self.move(self.parent, state) == VALID else BACKTRACKING_FAILURE
+        verdict = self.move(self.current, state)
+        if verdict != VALID:
+            return verdict
+        return UNSOLVABLE_CHILD if state == self.child else VALID
 
 
 def literal(text: str) -> Any:

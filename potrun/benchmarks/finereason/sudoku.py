@@ -20,10 +20,10 @@ from potrun.benchmarks.finereason.rules import (
     PARSING_ERROR,
     VALID,
     PuzzleError,
+    Transition,
     backtracking,
     field,
     int_list,
-    walk,
 )
 
 # `\d` as the official pattern has it: any Unicode digit, which int() reads
@@ -35,12 +35,7 @@ Grid = list[list[int]]
 
 
 @dataclass(frozen=True)
-class Sudoku:
-    parent: Grid
-    current: Grid
-    child: Any
-    backtrack: bool
-
+class Sudoku(Transition):
     @classmethod
     def from_record(cls, inputs: Mapping[str, Any], status: str) -> Sudoku:
         return cls(
@@ -57,22 +52,19 @@ class Sudoku:
             rows.append([int(digit.strip()) for digit in match.group(1).split(",")])
         if len(rows) < SIZE:  # the official cell-by-cell comparison fails on a short grid
             return PARSING_ERROR
-        return walk(
-            list(rows), backtrack=self.backtrack, parent=self.parent, current=self.current, child=self.child, move=move
-        )
+        return self.walk(list(rows))
 
-
-def move(previous: Grid, proposed: Grid) -> str:
-    """ "1" when `proposed` fills one empty cell of `previous` with a digit its row, column and box
-    lack; else the official error class."""
-    changed = [(r, c) for r in range(SIZE) for c in range(SIZE) if previous[r][c] != proposed[r][c]]
-    if len(changed) != 1:
-        return MULTIPLE_MOVES
-    row, col = changed[0]
-    digit = proposed[row][col]
-    if previous[row][col] != 0 or not 1 <= digit <= SIZE:
-        return INVALID_MOVE
-    return VALID if digit not in _peers(previous, row, col) else INVALID_MOVE
+    def move(self, previous: Grid, proposed: Grid) -> str:
+        """Gives "1" when `proposed` fills one empty cell of `previous` with a digit its row, column and box
+        lack; else the official error class."""
+        changed = [(r, c) for r in range(SIZE) for c in range(SIZE) if previous[r][c] != proposed[r][c]]
+        if len(changed) != 1:
+            return MULTIPLE_MOVES
+        row, col = changed[0]
+        digit = proposed[row][col]
+        if previous[row][col] != 0 or not 1 <= digit <= SIZE:
+            return INVALID_MOVE
+        return VALID if digit not in _peers(previous, row, col) else INVALID_MOVE
 
 
 def _peers(grid: Grid, row: int, col: int) -> set[int]:
