@@ -74,10 +74,11 @@ class FineReasonRun:
     name: str = "finereason"
 
     def plan(self, item: Record | BadRecord) -> Plan:
-        unreadable = base.unreadable(item)
-        if unreadable is not None:
-            return unreadable
-        assert isinstance(item, Record)
+        """A bad record's plan (unreadable, a field missing, a malformed or too costly puzzle), else
+        the official verdict, judged now: nothing runs in the sandbox."""
+        return base.unreadable(item) or self._judged(item)  # type: ignore[arg-type]
+
+    def _judged(self, item: Record) -> Plan:
         try:
             result = self._judge(item)
         except (PuzzleError, RulesTooCostly) as exc:
