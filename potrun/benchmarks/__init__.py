@@ -20,6 +20,7 @@ from potrun.types import UsageError
 BENCHMARKS: dict[str, str] = {
     "docmath": "potrun.benchmarks.docmath",
     "docpuzzle": "potrun.benchmarks.docpuzzle",
+    "finereason": "potrun.benchmarks.finereason",
     "longdocurl": "potrun.benchmarks.longdocurl",
 }
 
