@@ -242,6 +242,7 @@ SYNOPSIS = {
     "potrun image build [--base B]",
     "potrun bench CORPUS",
     "potrun diff A.jsonl B.jsonl",
+    "potrun serve [--host H] [--port 8080] [--workers N] [--token T]",
     "potrun report results.jsonl [--summary S.json] --html report.html",
 }
 
