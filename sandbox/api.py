@@ -105,6 +105,7 @@ class CallOptions(TypedDict, total=False):
     memory_mb: int | None
     stdin: str | None
     files: Mapping[str, bytes | str] | None
+    full_output: bool
 
 
 def _checked_files(stdin: str | None, files: Mapping[str, bytes | str]) -> tuple[tuple[str, bytes], ...]:
@@ -269,6 +270,7 @@ class Sandbox:
         memory_mb: int | None = None,
         stdin: str | None = None,
         files: Mapping[str, bytes | str] | None = None,
+        full_output: bool = False,
     ) -> RunRequest:
         """The request for one program under this sandbox's policy, isolation and limits. `capture`:
         also send back the numbers the program's variables held (`ExecResult.captured`), for checklists.
@@ -276,7 +278,9 @@ class Sandbox:
         Per call: `timeout` (CPU seconds; the wall-clock net follows it, `default_wall_timeout`) and
         `memory_mb` replace the sandbox's limits for this program; `stdin` is what it reads on its
         standard input; `files` (name -> bytes, or text written as UTF-8) are written into its scratch
-        directory before it starts, each name a relative path inside it. A bad one is a UsageError."""
+        directory before it starts, each name a relative path inside it. A bad one is a UsageError.
+        `full_output`: the result's stdout and stderr whole (up to the output limit), not their last
+        1,000 characters (SandboxFusion's /run_code answers with the whole streams)."""
         limits = self.limits
         if timeout is not None:
             _check_positive("timeout", timeout)
@@ -293,6 +297,7 @@ class Sandbox:
             capture=capture,
             stdin=stdin,
             files=_checked_files(stdin, files or {}),
+            full_output=full_output,
         )
 
     def run(self, source: str, **options: Unpack[CallOptions]) -> ExecResult:

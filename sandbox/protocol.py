@@ -234,6 +234,7 @@ class RunRequest:
     id: int = -1  # given by the pool: the job's index in its stream
     stdin: str | None = None
     files: tuple[tuple[str, bytes], ...] = ()
+    full_output: bool = False  # send back all of stdout and stderr (up to the output limit), not their tails
 
     def to_wire(self) -> dict[str, Any]:
         message: dict[str, Any] = {
@@ -246,6 +247,8 @@ class RunRequest:
         }
         if self.capture:
             message["capture"] = True
+        if self.full_output:
+            message["full_output"] = True
         if self.stdin is not None:
             message["stdin"] = self.stdin
         if self.files:
@@ -271,6 +274,7 @@ class RunRequest:
                     max_processes=_exact(limits["max_processes"], int),
                 ),
                 capture=message.get("capture", False) is True,
+                full_output=message.get("full_output", False) is True,
                 id=_exact(message["id"], int),
                 stdin=None if message.get("stdin") is None else _exact(message["stdin"], str),
                 files=_files_from_wire(message.get("files", [])),
@@ -342,22 +346,23 @@ def check_result(message: dict[str, Any], *, request_id: int, from_runner: bool,
     elif kind not in _SCALARS:
         raise ProtocolError(f"a value of type {kind.__name__} is not plain data")
     checked: dict[str, Any] = {"op": "result", "id": request_id, "status": status}
-    checked.update(_checked_fields(message, value, kind))
+    checked.update(_checked_fields(message, value, kind, max(STREAM_LIMIT, output_bytes)))
     if from_runner:
         for name in _WORKER_FIELDS:
             checked.pop(name, None)
     return checked
 
 
-def _checked_fields(message: dict[str, Any], value: Any, kind: type) -> dict[str, Any]:
+def _checked_fields(message: dict[str, Any], value: Any, kind: type, stream_limit: int) -> dict[str, Any]:
     """The fields besides status, by ExecResult's names: the value (already checked) and each other
-    field present, by its own check."""
+    field present, by its own check. stdout and stderr are at most `stream_limit` characters: the
+    program's output limit (a request with full_output has them whole), or the tails' length."""
     fields: dict[str, Any] = {"value": value, "value_type": VALUE_TYPES.get(kind)}
     for name, field_value in message.items():
         check = _FIELD_CHECKS.get(name)
         if check is not None and field_value is not None:
             try:
-                fields[name] = check(field_value)
+                fields[name] = _exact(field_value, str)[:stream_limit] if name in _STREAMS else check(field_value)
             except (TypeError, ProtocolError) as exc:
                 raise ProtocolError(f"invalid {name}: {exc}") from None
     return fields
@@ -401,6 +406,7 @@ def _captured(value: Any) -> list[float]:
 
 
 _SCALARS = frozenset({bool, int, float})
+_STREAMS = frozenset({"stdout", "stderr"})
 _FIELD_CHECKS: dict[str, Any] = {
     "entry": _member(ENTRIES),
     "error_type": _text(TYPE_LIMIT),

@@ -84,13 +84,13 @@ class OutputSink:
 
     __slots__ = ("exceeded", "limit", "on_overflow", "size", "stderr", "stdout")
 
-    def __init__(self, limit: int, on_overflow: Callable[[], None]) -> None:
+    def __init__(self, limit: int, on_overflow: Callable[[], None], *, keep_all: bool = False) -> None:
         self.limit = limit
         self.size = 0
         self.exceeded = False
         self.on_overflow = on_overflow
-        self.stdout = Stream(self, keep_last_line=True)
-        self.stderr = Stream(self, keep_last_line=False)
+        self.stdout = Stream(self, keep_last_line=True, keep_all=keep_all)
+        self.stderr = Stream(self, keep_last_line=False, keep_all=keep_all)
 
     def count(self, size: int) -> None:
         self.size += size
@@ -106,19 +106,30 @@ class OutputSink:
 class Stream:
     """One of the program's two output streams (a file-like object with write and flush)."""
 
-    __slots__ = ("_keep_last", "_last", "_line", "sink", "tail")
+    __slots__ = ("_all", "_keep_last", "_last", "_line", "_tail", "sink")
 
-    def __init__(self, sink: OutputSink, keep_last_line: bool) -> None:
+    def __init__(self, sink: OutputSink, keep_last_line: bool, keep_all: bool = False) -> None:
         self.sink = sink
-        self.tail = ""
+        self._tail = ""
+        self._all: list[str] | None = [] if keep_all else None  # every write (the sink bounds their size)
         self._line: list[str] = []  # the line being written, in pieces
         self._last = ""  # the last complete non-blank line
         self._keep_last = keep_last_line
 
+    @property
+    def tail(self) -> str:
+        """What is sent back: the last STREAM_LIMIT characters, or all of it for a full_output request."""
+        return self._tail if self._all is None else "".join(self._all)
+
     def write(self, text: Any) -> int:
         text = text if type(text) is str else str.__str__(text) if isinstance(text, str) else str(text)
         self.sink.count(len(text))
-        self.tail = (self.tail + text)[-STREAM_LIMIT:] if len(text) < STREAM_LIMIT else text[-STREAM_LIMIT:]
+        if self._all is not None:
+            self._all.append(text)
+        elif len(text) < STREAM_LIMIT:
+            self._tail = (self._tail + text)[-STREAM_LIMIT:]
+        else:
+            self._tail = text[-STREAM_LIMIT:]
         if self._keep_last:
             self._track_lines(text)
         return len(text)
@@ -229,7 +240,7 @@ class Runner:
             warnings._filters_mutated()  # type: ignore[attr-defined]
         else:
             seeding.reseed()
-        sink = self._sink = OutputSink(limits.output_bytes, self._overflow)
+        sink = self._sink = OutputSink(limits.output_bytes, self._overflow, keep_all=request.full_output)
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = sink.stdout, sink.stderr
         timer = self._timer

@@ -9,7 +9,7 @@ import pytest
 from conftest import Pools, describe
 
 from potrun import Sandbox, Status, UsageError
-from potrun.sandbox.protocol import INPUT_LIMIT
+from potrun.sandbox.protocol import INPUT_LIMIT, STREAM_LIMIT, check_result
 
 
 @pytest.fixture
@@ -95,3 +95,35 @@ def test_bad_per_call_limits_are_usage_errors(trusted: Sandbox, option: dict[str
 def test_arun_takes_the_same_per_call_options(trusted: Sandbox) -> None:
     result = asyncio.run(trusted.arun("ans = input()", stdin="async"))
     assert result.value == "async", describe(result)
+
+
+EXPECTED_OUTPUT = "".join(f"{i:05d}\n" for i in range(5000))  # 30,000 characters
+
+
+@pytest.mark.parametrize(
+    ("program", "tier"),
+    [
+        ("for i in range(5000):\n    print(f'{i:05d}')\nans = 1", "warm"),
+        ("import os\nfor i in range(5000):\n    print(f'{i:05d}')\nans = os.getpid() > 0", "fork"),
+    ],
+    ids=["warm", "fork"],
+)
+def test_full_output_sends_the_whole_streams_and_the_default_a_tail(trusted: Sandbox, program: str, tier: str) -> None:
+    tail, whole = trusted.run(program), trusted.run(program, full_output=True)
+    assert tail.isolation == whole.isolation == tier, describe(whole)
+    assert tail.stdout == EXPECTED_OUTPUT[-STREAM_LIMIT:], describe(tail)
+    assert whole.stdout == EXPECTED_OUTPUT and whole.value in (1, True), describe(whole)
+
+
+def test_full_output_is_still_bounded_by_the_output_limit(trusted: Sandbox) -> None:
+    result = trusted.run("import os\nprint('x' * 2_000_000)\nans = 1", full_output=True)
+    assert result.status is Status.OUTPUT_LIMIT, describe(result)
+
+
+def test_the_parent_bounds_a_runners_stdout_by_the_output_limit() -> None:
+    """A hostile worker may send any stdout: the parent keeps at most the program's output limit of it."""
+    message = {"op": "result", "id": 7, "status": "ok", "value": 1, "stdout": "y" * 50_000, "stderr": "z" * 9}
+    checked = check_result(message, request_id=7, from_runner=False, output_bytes=20_000)
+    assert len(checked["stdout"]) == 20_000 and checked["stderr"] == "z" * 9
+    small = check_result(dict(message), request_id=7, from_runner=False, output_bytes=10)
+    assert len(small["stdout"]) == STREAM_LIMIT  # never less than the tails' own length

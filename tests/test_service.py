@@ -137,6 +137,16 @@ def test_run_code_status_words_and_return_codes(service: Service, code: str, sta
     assert set(answer) == {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
 
 
+def test_run_code_answers_with_the_whole_streams(service: Service) -> None:
+    """SandboxFusion sends stdout and stderr whole (verl compares a program's stdout with the expected
+    output): 50,000 characters come back, not a tail."""
+    code = "import sys\nfor i in range(10000):\n    print(f'{i:04d}')\nsys.stderr.write('e' * 3000)"
+    answer = run_code(service, code=code)
+    stdout = answer["run_result"]["stdout"]  # type: ignore[index]
+    assert stdout == "".join(f"{i:04d}\n" for i in range(10000))
+    assert answer["run_result"]["stderr"] == "e" * 3000  # type: ignore[index]
+
+
 def test_run_code_memory_limit_is_per_call(service: Service) -> None:
     code = "x = bytearray(200 * 1024 * 1024)\nprint(len(x))"
     assert run_code(service, code=code)["status"] == "Success"

@@ -100,7 +100,13 @@ class Service:
             return JSONResponse(fusion.sandbox_error(str(exc)))
         try:
             prepared = self.box.request(
-                call.code, "stdout", timeout=call.timeout, memory_mb=call.memory_mb, stdin=call.stdin, files=call.files
+                call.code,
+                "stdout",
+                timeout=call.timeout,
+                memory_mb=call.memory_mb,
+                stdin=call.stdin,
+                files=call.files,
+                full_output=True,  # SandboxFusion answers with the whole streams: verl compares them
             )
         except UsageError as exc:  # a file name outside the scratch, inputs too large
             return JSONResponse(fusion.sandbox_error(str(exc)))
