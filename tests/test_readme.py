@@ -278,7 +278,6 @@ ELSEWHERE = {
     "pip install 'potrun[parquet]'": NETWORK,
     "pip install 'potrun[zstd]'": NETWORK,
     "pip install 'potrun[math]'": NETWORK,
-    "pip install 'potrun[docmath]'": NETWORK,
     "potrun validate --benchmark docmath": "names the option in a sentence; tests/test_benchmark_docmath.py runs it",
     "ray start --head": CLUSTER,
     "ray start --address HEAD:6379": CLUSTER,
