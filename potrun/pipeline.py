@@ -404,7 +404,8 @@ def finish(
     else:
         verdicts = _verdicts(main, prepared, options)
         several = verdicts is not None and len(outcomes) > 1
-        sample_verdicts = _sample_verdicts(outcomes, prepared.gold, options) if several else None
+        mode = prepared.samples[0].mode
+        sample_verdicts = _sample_verdicts(outcomes, prepared.gold, options, mode) if several else None
     checklist_passed, checklist_missing = None, None
     if process is not None and process.checklist is not None:
         checklist_passed, checklist_missing = checklist_outcome(
@@ -461,7 +462,7 @@ def _with_answer_reading(result: RecordResult, sample: Sample, options: CheckOpt
     if sample.mode != "cot" or not isinstance(sample.answer, str):
         return result
     preset = options.presets[0]
-    value = read_answer(sample.answer, preset=preset, **_options_for(preset, options))
+    value = read_answer(sample.answer, preset=preset, **_options_for(preset, options, sample.mode))
     value_type = None if value is None else type(value).__name__
     return replace(result, value=value, value_type=value_type, answer_text=sample.answer)
 
@@ -482,22 +483,27 @@ def _verdicts(outcome: ExecResult, prepared: Prepared, options: CheckOptions) ->
         return None
     if outcome.status is not Status.OK:
         return {preset: False for preset in options.presets}
+    mode = prepared.samples[0].mode
     return {
-        preset: compare(outcome.value, prepared.gold, preset=preset, **_options_for(preset, options)).correct
+        preset: compare(outcome.value, prepared.gold, preset=preset, **_options_for(preset, options, mode)).correct
         for preset in options.presets
     }
 
 
-def _options_for(preset: str, options: CheckOptions) -> dict[str, Any]:
-    """Comparator options apply to the presets that take them (`--abs` to pot and default, ...)."""
-    accepted = PRESETS[preset].defaults
-    return {name: value for name, value in options.compare_options.items() if name in accepted}
+def _options_for(preset: str, options: CheckOptions, mode: str) -> dict[str, Any]:
+    """Comparator options apply to the presets that take them (`--abs` to pot and default, ...); a
+    preset that reads a program's value and an answer text differently is told which it has (`mode`)."""
+    spec = PRESETS[preset]
+    chosen = {name: value for name, value in options.compare_options.items() if name in spec.defaults}
+    if spec.mode_option is not None and spec.mode_option not in chosen:
+        chosen[spec.mode_option] = mode == "cot"
+    return chosen
 
 
-def _sample_verdicts(outcomes: list[ExecResult], gold: Any, options: CheckOptions) -> list[bool]:
+def _sample_verdicts(outcomes: list[ExecResult], gold: Any, options: CheckOptions, mode: str) -> list[bool]:
     """Each sample's verdict under the first preset, which decides `correct`."""
     preset = options.presets[0]
-    extra = _options_for(preset, options)
+    extra = _options_for(preset, options, mode)
     return [o.status is Status.OK and compare(o.value, gold, preset=preset, **extra).correct for o in outcomes]
 
 
@@ -516,7 +522,9 @@ def _samples_summary(
     summary["pass@k"] = {str(k): pass_at_k(n, correct, k) for k in options.ks if k <= n}
     preset = options.presets[0]
     gold = None if checked else prepared.gold
-    voted, voted_correct = majority_vote(outcomes, gold, preset=preset, **_options_for(preset, options))
+    voted, voted_correct = majority_vote(
+        outcomes, gold, preset=preset, **_options_for(preset, options, prepared.samples[0].mode)
+    )
     if checked:
         first = next((i for i, o in enumerate(outcomes) if o.status is Status.OK and o.value is voted), None)
         voted_correct = first is not None and verdicts[first]

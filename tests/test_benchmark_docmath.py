@@ -252,3 +252,25 @@ def test_validate_flags_golds_the_official_scorer_cannot_read(tmp_path: Path) ->
         cwd=tmp_path,
     )
     assert "unreadable_by_scorer" not in plain.stdout  # only asked for with --benchmark
+
+
+@pytest.mark.parametrize(
+    ("mode", "output", "correct"),
+    [
+        ("pot", "```python\ndef solution():\n    return '29.31%'\n```", False),  # float('29.31%') fails: 0
+        ("pot", "```python\ndef solution():\n    return 29.31\n```", True),
+        ("cot", "So the rate is 29.31%. The answer is 29.31%.", True),  # normalize() strips the %
+    ],
+    ids=["program-string", "program-number", "cot-text"],
+)
+def test_the_plain_docmath_preset_reads_a_program_with_float_and_a_text_with_normalize(
+    tmp_path: Path, mode: str, output: str, correct: bool
+) -> None:
+    """Without --benchmark, `--compare docmath` takes get_acc's path from the sample's mode, not from the
+    value's type: a program's string result goes through float(), as evaluation.py's PoT path does."""
+    from potrun.cli import main
+
+    preds, out = tmp_path / "preds.jsonl", tmp_path / "out.jsonl"
+    preds.write_text(json.dumps({"id": 1, "output": output, "gold": 29.31}) + "\n")
+    assert main(["check", str(preds), "--compare", "docmath", "--mode", mode, "--out", str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["correct"] is correct

@@ -155,4 +155,5 @@ PRESET = Preset(
     _judge_docmath,
     MappingProxyType({"cot": None}),
     "DocMath-Eval utils/evaluation_utils.get_acc + compare_two_numbers",
+    mode_option="cot",  # a program's "29.31%" goes through float() (and fails), as evaluation.py does
 )

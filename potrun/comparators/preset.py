@@ -27,6 +27,9 @@ class Preset:
     gsm8k_answer: Callable[[str], Any] = str
     # What the preset reads in an answer text (`read_answer`); None: it compares the text as it is.
     read: Callable[..., Value] | None = None
+    # The option that tells the judge whether the value is a program's (False) or an answer text's
+    # (True), which the pipeline sets from the sample's mode unless the user sets it; None: not needed.
+    mode_option: str | None = None
 
     def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
         unknown = sorted(set(options) - set(self.defaults))
