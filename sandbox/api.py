@@ -61,10 +61,11 @@ class SandboxConfig:
         if self.isolation is not None:
             _check_choice("isolation", self.isolation, tuple(tier.value for tier in Isolation))
         _check_choice("entry", self.entry, tuple(entry.value for entry in Entry))
-        for name in ("timeout", "memory_mb", "output_bytes"):
-            _check_positive(name, getattr(self, name))
+        _check_seconds("timeout", self.timeout)
+        _check_megabytes("memory_mb", self.memory_mb)
+        _check_positive("output_bytes", self.output_bytes)
         if self.wall_timeout is not None:
-            _check_positive("wall_timeout", self.wall_timeout)
+            _check_seconds("wall_timeout", self.wall_timeout)
         if self.workers is not None and self.workers < 0:
             raise UsageError(f"workers must not be negative, not {self.workers!r}")
 
@@ -96,6 +97,23 @@ def _check_positive(option: str, value: float) -> None:
         raise UsageError(f"{option} must be positive, not {value!r}")
 
 
+# The largest limits a program may be given. Past them the pool's own arithmetic breaks (a wall net
+# past time_t made select() raise on the pool's thread, which then failed every later program; a
+# float memory_mb broke the request header's struct), so they are refused here, as the call is made.
+MAX_TIMEOUT_S = 24 * 3600.0
+MAX_MEMORY_MB = 1024 * 1024
+
+
+def _check_seconds(option: str, value: object) -> None:
+    if type(value) not in (int, float) or not 0 < value <= MAX_TIMEOUT_S:  # type: ignore[operator]
+        raise UsageError(f"{option} must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], not {value!r}")
+
+
+def _check_megabytes(option: str, value: object) -> None:
+    if type(value) is not int or not 0 < value <= MAX_MEMORY_MB:
+        raise UsageError(f"{option} must be a whole number of MB in [1, {MAX_MEMORY_MB}], not {value!r}")
+
+
 class CallOptions(TypedDict, total=False):
     """The keyword arguments of `Sandbox.run` and `arun`: those of `Sandbox.request`."""
 
@@ -110,18 +128,27 @@ class CallOptions(TypedDict, total=False):
 
 def _checked_files(stdin: str | None, files: Mapping[str, bytes | str]) -> tuple[tuple[str, bytes], ...]:
     """A request's files as (name, bytes), each name checked, with stdin within INPUT_LIMIT."""
-    if len(files) > MAX_FILES:
-        raise UsageError(f"at most {MAX_FILES} files per program, not {len(files)}")
+    if stdin is not None and type(stdin) is not str:
+        raise UsageError(f"stdin must be a string, not {type(stdin).__name__}")
+    if not isinstance(files, Mapping) or len(files) > MAX_FILES:
+        raise UsageError(f"files must be a mapping of at most {MAX_FILES} names to their contents")
     try:
-        staged = tuple(
-            (check_file_name(name), content.encode() if isinstance(content, str) else bytes(content))
-            for name, content in files.items()
-        )
+        staged = tuple((check_file_name(name), _file_bytes(name, content)) for name, content in files.items())
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if input_size(stdin, staged) > INPUT_LIMIT:
         raise UsageError(f"stdin and files must hold at most {INPUT_LIMIT} bytes together")
     return staged
+
+
+def _file_bytes(name: str, content: object) -> bytes:
+    """A file's content: bytes as given, text as UTF-8. Nothing else: `bytes(10**12)` would allocate
+    a terabyte before any size is checked."""
+    if isinstance(content, str):
+        return content.encode()
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        return bytes(content)
+    raise ValueError(f"file {name[:80]!r}: its content must be bytes or text, not {type(content).__name__}")
 
 
 class SandboxLike(Protocol):
@@ -281,12 +308,14 @@ class Sandbox:
         directory before it starts, each name a relative path inside it. A bad one is a UsageError.
         `full_output`: the result's stdout and stderr whole (up to the output limit), not their last
         1,000 characters (SandboxFusion's /run_code answers with the whole streams)."""
+        if type(source) is not str:  # else the worker dies reading the request (and is retried once)
+            raise UsageError(f"a program's source must be a string, not {type(source).__name__}")
         limits = self.limits
         if timeout is not None:
-            _check_positive("timeout", timeout)
+            _check_seconds("timeout", timeout)
             limits = dataclasses.replace(limits, timeout_s=timeout, wall_timeout_s=None)
         if memory_mb is not None:
-            _check_positive("memory_mb", memory_mb)
+            _check_megabytes("memory_mb", memory_mb)
             limits = dataclasses.replace(limits, memory_mb=memory_mb)
         return RunRequest(
             source=source,
