@@ -132,7 +132,7 @@ class Service:
     async def score(self, body: Any) -> Response:
         try:
             completions, golds = _list(body, "completions"), _list(body, "golds")
-            points = reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale"))
+            points = _checked_points(reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale")))
             results = iter_records(
                 completions,
                 golds,
@@ -164,7 +164,8 @@ class Service:
         # Imported on first use: the service's other routes need none of it.
         from potrun.integrations.openrlhf import reward_payload
 
-        size = len(body.get("query") or []) if isinstance(body, Mapping) else 0
+        query = body.get("query") if isinstance(body, Mapping) else None
+        size = len(query) if isinstance(query, list) else 0  # not a list: reward_payload refuses it
         refused = self._admit(size)
         if refused is not None:
             return refused
@@ -210,10 +211,10 @@ class Service:
         self.metrics.count_request(request.url.path)
         try:
             data = await _read_limited(request, self.config.max_body_bytes)
-            return json.loads(data)
+            return json.loads(data, parse_constant=_refuse_constant)
         except BodyTooLarge:
             return JSONResponse({"error": f"body larger than {self.config.max_body_bytes} bytes"}, status_code=413)
-        except ValueError as exc:  # not UTF-8, not JSON
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON (NaN is not), nested too deep
             detail = [{"type": "json_invalid", "loc": ["body"], "msg": f"JSON decode error: {exc}", "input": None}]
             return JSONResponse({"detail": detail}, status_code=422)
 
@@ -278,6 +279,21 @@ class Service:
 
 def _result_json(result: ExecResult) -> dict[str, Any]:
     return {**result.to_json(), "stdout": result.stdout, "stderr": result.stderr}
+
+
+def _refuse_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON: Python's parser takes them, and a NaN limit or reward would then
+    fail where it is used (or in the answer that echoes it)."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _checked_points(points: Mapping[str, Any]) -> Mapping[str, float]:
+    """A /v1/score scale, checked before the first record is scored: a bad one would end the stream
+    half way (a reward that cannot be a float or a JSON number)."""
+    for outcome in ("correct", "executed", "failed"):
+        if type(points.get(outcome)) not in (int, float):
+            raise ValueError(f"scale[{outcome!r}] must be a number")
+    return points
 
 
 def _list(body: Any, name: str) -> list[Any]:
