@@ -144,7 +144,10 @@ def resume_output(
                     f"but input record {done + 1} is line {line} (id {record_id!r}): "
                     "was it written for another input?"
                 )
-            add(RecordResult.from_json(data, presets))
+            try:
+                add(RecordResult.from_json(data, presets))
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"{path}: result {done + 1} is not a potrun --out line ({exc})") from None
             keep += len(raw)
             done += 1
     if torn is not None:

@@ -65,7 +65,10 @@ def load_report(results_path: str | Path, summary_path: str | Path | None = None
     report = Report(str(results_path), {}, given is not None)
     named: tuple[str, ...] | None = None  # the presets, named by the lines of a run with several
     for data in _result_lines(results_path):
-        result = RecordResult.from_json(data, presets)
+        try:
+            result = RecordResult.from_json(data, presets)
+        except (TypeError, ValueError) as exc:  # a line of the wrong shape: the file's fault, not a crash
+            raise InputError(f"{results_path}: line {data.get('line')!r}: not a potrun --out line ({exc})") from None
         rebuilt.add(result)
         if named is None and isinstance(data.get("verdicts"), dict):
             named = tuple(data["verdicts"])

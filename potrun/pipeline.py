@@ -14,6 +14,7 @@ Field names are field paths (`potrun.records.field_value`): `resps.0.0`, `doc.an
 from __future__ import annotations
 
 import json
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -171,11 +172,36 @@ class RecordResult:
         """A RecordResult back from its `to_json()` line (what a summary needs of it): every field the
         line has, by name; `verdicts`, left out of a line when there is one preset, from `correct`."""
         values = {name: data[name] for name in RESULT_FIELDS if name in data}
+        _check_line_types(values)
         if values.get("verdicts") is None and data.get("correct") is not None:
             values["verdicts"] = {presets[0]: data["correct"]}
         for name in ("wall_s", "cpu_s"):
             values[name] = float(values.get(name) or 0.0)
         return cls(**values)
+
+
+# The fields a summary computes with, and the JSON types a line may give them (None aside): a file is
+# anyone's, and `"correct": "yes"` ended `potrun report` with a traceback.
+_LINE_TYPES: dict[str, tuple[type, ...]] = {
+    "correct": (bool,),
+    "score": (int, float),
+    "wall_s": (int, float),
+    "cpu_s": (int, float),
+    "verdicts": (dict,),
+    "samples": (dict,),
+}
+
+
+def _check_line_types(values: Mapping[str, Any]) -> None:
+    for name, kinds in _LINE_TYPES.items():
+        value = values.get(name)
+        if value is not None and (type(value) not in kinds or (type(value) is float and not math.isfinite(value))):
+            raise ValueError(
+                f"its {name!r} is not a {' or '.join(kind.__name__ for kind in kinds)}: {str(value)[:40]!r}"
+            )
+    verdicts = values.get("verdicts") or {}
+    if not all(type(verdict) is bool for verdict in verdicts.values()):
+        raise ValueError("its 'verdicts' are not all true or false")
 
 
 def _as_score(correct: bool | None) -> float | None:

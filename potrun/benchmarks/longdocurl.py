@@ -180,10 +180,15 @@ def _fields(data: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "answer_format": data["answer_format"],
         "task_tag": data.get("task_tag"),
-        "question_type": data.get("question_type"),
+        "question_type": _text_or_none(data.get("question_type")),
         "evidence_sources": [s for s in _as_list(data.get("evidence_sources")) if isinstance(s, str)],
         "evidence_pages": len(_as_list(data.get("evidence_pages"))),
     }
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A field the breakdowns look up (a list there ended the whole run in `metrics`: unhashable)."""
+    return value if isinstance(value, str) else None
 
 
 def _as_list(value: Any) -> list[Any]:
