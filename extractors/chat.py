@@ -6,11 +6,11 @@ verl and TRL decode without them, but a tokenizer that lacks a token in its spec
 in. Two rules, both linear in the text:
 
 - `response_text(query, prompt)`: the response only. The prompt is cut off as a prefix when it is
-  one (else where it first occurs: a decoder may add a BOS or drop a leading space); without a
-  prompt, or when the prompt is not in the query, everything up to the end of the last
-  assistant-turn marker of the common templates (`ASSISTANT_MARKERS`) is cut; with neither, the whole
-  text is the response. So the code of a few-shot example in the prompt is never taken for the
-  model's.
+  one (else where it first occurs: a decoder may add a BOS or drop a leading space; else where it
+  ends when the query begins with it but for whitespace); without a prompt, or when the prompt is
+  not in the query, everything up to the end of the last assistant-turn marker of the common
+  templates (`ASSISTANT_MARKERS`) is cut; with neither, the whole text is the response. So the
+  code of a few-shot example in the prompt is never taken for the model's.
 - `strip_special_tokens(text)`: the special tokens (`SPECIAL_TOKENS`: end of turn, end of text,
   padding, BOS) at either end go, with the whitespace between them; so code glued to `<|im_end|>`
   parses. Tokens inside the text are kept: a program may well hold `"</s>"` in a string, and a
@@ -96,7 +96,26 @@ def _response_start(query: str, prompt: str | None) -> int:
         found = query.find(core) if core else -1
         if found >= 0:
             return found + len(core)
+        aligned = _end_ignoring_whitespace(query, core)
+        if aligned is not None:
+            return aligned
     return _after_last_marker(query)
+
+
+def _end_ignoring_whitespace(query: str, prompt: str) -> int | None:
+    """Where `prompt` ends in `query` when the query begins with it but for whitespace (a decoder's
+    round trip may add or drop a space), or None. Without it such a query was scored whole, and the
+    prompt's few-shot program ran as the model's (and got the reward when the model wrote none)."""
+    at = 0
+    for char in prompt:
+        if char.isspace():
+            continue
+        while at < len(query) and query[at].isspace():
+            at += 1
+        if at == len(query) or query[at] != char:
+            return None
+        at += 1
+    return at
 
 
 def _after_last_marker(query: str) -> int:

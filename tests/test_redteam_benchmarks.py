@@ -11,8 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Pools
 
+from potrun.cache import CachedSandbox
 from potrun.cli import main
+from potrun.extractors import response_text
+from potrun.integrations.openrlhf import score_queries
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
 MARKUP = '<script>document.title="PWNED"</script><img src=x onerror="document.title=\'PWNED\'"><svg onload=alert(1)>'
@@ -78,3 +82,21 @@ def test_a_report_of_hostile_values_runs_no_script_in_chromium(tmp_path: Path) -
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     assert "PWNED" not in dumped.stdout.split("</title>")[0]  # no handler set the title
     assert "document.title" in dumped.stdout  # the markup is there, as text
+
+
+FEW_SHOT = "Q: 6*7?\nA:\n```python\nprint(42)\n```\nQ: What is 40+2?\nA:"
+
+
+def test_a_prompt_that_differs_from_the_query_in_whitespace_is_still_cut_off() -> None:
+    decoded = FEW_SHOT.replace("Q: What", "Q:  What").replace("\nA:", " \nA:")  # a decoder's round trip
+    assert response_text(decoded + " I think it is easy.", FEW_SHOT) == " I think it is easy."
+    assert response_text("ans = 72", "a prompt that is not there") == "ans = 72"  # no prompt in it: all of it
+
+
+def test_the_prompts_few_shot_program_earns_no_reward(pools: Pools, backend: str) -> None:
+    box = CachedSandbox(pools.get("restricted", backend))
+    decoded = FEW_SHOT.replace("Q: What", "Q:  What")
+    queries = [decoded + " I think it is easy.", decoded + "\n```python\nprint(7)\n```", FEW_SHOT + " no code"]
+    answer = score_queries(queries, [FEW_SHOT] * 3, ["42"] * 3, sandbox=box)
+    assert answer["rewards"] == [0.0, 0.0, 0.0]  # the first was 1.0: the prompt's print(42) ran as the model's
+    assert answer["extra_logs"]["executed"] == [0.0, 1.0, 0.0]
