@@ -15,6 +15,7 @@ from conftest import Pools
 
 from potrun.cache import CachedSandbox
 from potrun.cli import main
+from potrun.comparators import compare
 from potrun.extractors import response_text
 from potrun.integrations.openrlhf import score_queries
 
@@ -100,3 +101,13 @@ def test_the_prompts_few_shot_program_earns_no_reward(pools: Pools, backend: str
     answer = score_queries(queries, [FEW_SHOT] * 3, ["42"] * 3, sandbox=box)
     assert answer["rewards"] == [0.0, 0.0, 0.0]  # the first was 1.0: the prompt's print(42) ran as the model's
     assert answer["extra_logs"]["executed"] == [0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "gold",
+    ["9" * 200_000, "1," * 100_000, "between " * 25_000, "1到" * 100_000],
+    ids=["digits", "commas", "between", "zh-connector"],
+)
+def test_a_long_gold_is_read_in_linear_time(gold: str) -> None:
+    # "9" * 20,000 took 10 s in the range patterns (quadratic): 200,000 would have taken about 17 minutes
+    assert compare(1, gold).correct is False

@@ -138,13 +138,16 @@ YES = frozenset({"yes", "true", "是", "是的", "对"})
 NO = frozenset({"no", "false", "否", "不是", "不对"})
 _EXPONENT_WRITTEN = re.compile(r"\d[eE][+-]?\d|\^|\\frac|/|×|\\times")
 _DECIMALS = re.compile(r"\d[\d,\u2009 ]*[.,](\d+)")
+# Its low bound is short: unbounded, each "between" of a long text scanned on to the text's end.
 _BETWEEN = re.compile(
-    r"\bbetween\s+(?P<lo>.+?)\s+and\s+(?P<hi>\S+(?:\s+(?:thousand|million|billion|trillion|percent))?)",
+    r"\bbetween\s+(?P<lo>.{1,60}?)\s+and\s+(?P<hi>\S+(?:\s+(?:thousand|million|billion|trillion|percent))?)",
     re.I,
 )
 # Chinese: "答案在2.21%到2.54%之间", "13亿元至14亿元之间", "介于18和21之间": a number with a short unit,
 # a connector, another, then 之间 (or 以内, 范围内); "由30%下调至20%" has no 之间 and is no range.
-_ZH_BOUND = r"[-+]?\d[\d,]*(?:\.\d+)?[^\d\s到至~～和与—-]{0,4}?"
+# A bound starts where a number does, never inside one: else each digit of a long run starts a scan to
+# its end (a 100,000-digit gold took minutes).
+_ZH_BOUND = r"(?<![\d,.])[-+]?\d[\d,]*(?:\.\d+)?[^\d\s到至~～和与—-]{0,4}?"
 _ZH_BETWEEN = re.compile(
     rf"(?P<lo>{_ZH_BOUND})\s*(?:到|至|~|～|和|与|—|-)\s*(?P<hi>{_ZH_BOUND})\s*(?:之间|以内|范围内)"
 )
