@@ -73,6 +73,23 @@ class CheckOptions:
             raise UsageError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
         if not self.presets:
             raise UsageError("at least one comparator preset is needed")
+        for preset in self.presets:
+            _check_option_kinds(preset, self.compare_options)
+
+
+def _check_option_kinds(preset: str, options: Mapping[str, Any]) -> None:
+    """Each option a preset takes has its default's kind (a number, a flag, a text), checked before the
+    first record: `/v1/score` with `"abs_tol": "x"` ended its stream at the first comparison."""
+    defaults = PRESETS[preset].defaults if preset in PRESETS else {}
+    for name, value in options.items():
+        default = defaults.get(name)
+        if default is None or name not in defaults:
+            continue  # no default to take the kind from (the preset reads it as it is)
+        kinds = (
+            (bool,) if type(default) is bool else (int, float) if type(default) in (int, float) else (type(default),)
+        )
+        if type(value) not in kinds or (type(value) is float and not math.isfinite(value)):
+            raise UsageError(f"option {name!r} of preset {preset!r} must be a {type(default).__name__}, not {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,9 +98,11 @@ def assert_healthy(service: Service) -> None:
         ("/v1/score", {"completions": [FENCED], "golds": ["1"], "scale": {}}, 400),
         ("/v1/score", '{"completions": ["x"], "golds": ["1"], "scale": {"correct": Infinity}}', 422),
         ("/openrlhf/reward", {"query": 5, "labels": []}, 400),
+        ("/v1/score", {"completions": [FENCED], "golds": ["1"], "compare_options": {"abs_tol": "x"}}, 400),
     ],
     ids=["timeout-huge", "memory-float", "code-int", "stdin-int", "files-list", "content-int", "deep-json",
-         "nan-timeout", "run-timeout-huge", "memory-huge", "scale-str", "scale-empty", "scale-inf", "query-int"],
+         "nan-timeout", "run-timeout-huge", "memory-huge", "scale-str", "scale-empty", "scale-inf", "query-int",
+         "option-kind"],
 )  # fmt: skip
 def test_a_hostile_body_is_refused_whole_and_the_service_stays_healthy(
     service: Service, path: str, body: Any, code: int
