@@ -13,7 +13,7 @@ import pytest
 
 from potrun import compare
 from potrun.comparators.math import MAX_CHARS
-from potrun.types import InputError, Verdict
+from potrun.types import InputError, UsageError
 
 pytest.importorskip("math_verify", reason="the math extra: pip install 'potrun[math]'")
 
@@ -64,12 +64,20 @@ def test_over_max_chars_is_not_parsed() -> None:
     assert not verdict.correct and "characters" in verdict.reason
 
 
-def test_outside_the_main_thread_it_refuses_rather_than_run_unbounded() -> None:
-    verdicts: list[Verdict] = []
-    thread = threading.Thread(target=lambda: verdicts.append(compare("2\\sqrt{2}", "\\sqrt{8}", preset="math")))
+def test_outside_the_main_thread_it_refuses_rather_than_run_unbounded_or_answer_false() -> None:
+    """A silent False would be a wrong verdict (a reward of 0 for a right answer): it raises instead."""
+    errors: list[BaseException] = []
+
+    def judge() -> None:
+        try:
+            compare("2\\sqrt{2}", "\\sqrt{8}", preset="math")
+        except UsageError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=judge)
     thread.start()
     thread.join()
-    assert not verdicts[0].correct and "main thread" in verdicts[0].reason
+    assert len(errors) == 1 and "main thread" in str(errors[0])
 
 
 def test_without_the_extra_it_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from potrun.comparators.common import shown
 from potrun.comparators.preset import Preset
-from potrun.types import InputError, Verdict
+from potrun.types import InputError, UsageError, Verdict
 
 __all__ = ["MAX_CHARS", "PARSE_TIMEOUT_S", "PRESET", "VERIFY_TIMEOUT_S"]
 
@@ -61,8 +61,8 @@ def _judge_math(value: Any, gold: Any) -> Verdict:
         from math_verify import parse, verify
     except ImportError:
         raise InputError("preset 'math' needs math-verify: pip install 'potrun[math]'") from None
-    if threading.current_thread() is not threading.main_thread():
-        return Verdict(False, "math: math-verify's timeouts (signal.alarm) work only in the main thread")
+    if threading.current_thread() is not threading.main_thread():  # a silent False would be a wrong verdict
+        raise UsageError("preset 'math' runs only in the main thread: math-verify bounds its work with signal.alarm")
     value_text, gold_text = _as_text(value), _as_text(gold)
     if value_text is None or gold_text is None:
         return Verdict(False, f"math: {shown(value)} or {shown(gold)} is not math-verify's text or number")
@@ -83,4 +83,5 @@ PRESET = Preset(
     _judge_math,
     MappingProxyType({}),
     "huggingface math-verify parse + verify (symbolic equivalence)",
+    main_thread_only=True,
 )

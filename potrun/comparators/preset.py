@@ -30,6 +30,9 @@ class Preset:
     # The option that tells the judge whether the value is a program's (False) or an answer text's
     # (True), which the pipeline sets from the sample's mode unless the user sets it; None: not needed.
     mode_option: str | None = None
+    # It bounds its work with signal.alarm, which works only in the main thread: elsewhere it refuses
+    # (a UsageError), never answers False in silence (math-verify's preset).
+    main_thread_only: bool = False
 
     def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
         unknown = sorted(set(options) - set(self.defaults))

@@ -43,6 +43,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from potrun.cache import CachedSandbox
+from potrun.comparators import PRESETS
 from potrun.pipeline import RecordResult
 from potrun.rewards import iter_records, reward_of, reward_points
 from potrun.sandbox.api import Sandbox, SandboxConfig
@@ -132,6 +133,7 @@ class Service:
     async def score(self, body: Any) -> Response:
         try:
             completions, golds = _list(body, "completions"), _list(body, "golds")
+            _check_preset_runs_here(body.get("preset", "default"))
             points = _checked_points(reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale")))
             results = iter_records(
                 completions,
@@ -294,6 +296,14 @@ def _checked_points(points: Mapping[str, Any]) -> Mapping[str, float]:
         if type(points.get(outcome)) not in (int, float):
             raise ValueError(f"scale[{outcome!r}] must be a number")
     return points
+
+
+def _check_preset_runs_here(preset: Any) -> None:
+    """Scoring runs on the service's threads: a preset that works only in the main thread is refused
+    before any record runs (UsageError, a 400), not answered False for every record."""
+    spec = PRESETS.get(preset) if isinstance(preset, str) else None
+    if spec is not None and spec.main_thread_only:
+        raise UsageError(f"preset {preset!r} works only in a program's main thread: the service cannot use it")
 
 
 def _list(body: Any, name: str) -> list[Any]:
