@@ -325,7 +325,7 @@ class Sandbox:
             limits=limits,
             capture=capture,
             stdin=stdin,
-            files=_checked_files(stdin, files or {}),
+            files=() if stdin is None and files is None else _checked_files(stdin, files or {}),  # the hot path: none
             full_output=full_output,
         )
 

@@ -277,7 +277,7 @@ class RunRequest:
                 full_output=message.get("full_output", False) is True,
                 id=_exact(message["id"], int),
                 stdin=None if message.get("stdin") is None else _exact(message["stdin"], str),
-                files=_files_from_wire(message.get("files", [])),
+                files=_files_from_wire(message["files"]) if "files" in message else (),
             )
         except (KeyError, TypeError, ValueError) as exc:  # ValueError: a bad file name or base64
             raise ProtocolError(f"invalid request: {exc}") from None
