@@ -23,7 +23,7 @@ from typing import Any
 
 from potrun.pipeline import RecordResult
 from potrun.records import read_records
-from potrun.report import Summary
+from potrun.report import Summary, flat_items
 from potrun.types import BadRecord, InputError
 
 AS_RUN = "as run"  # the preset's name without a summary: an --out line with one verdict does not name it
@@ -175,16 +175,8 @@ def _run_table(run: dict[str, Any], report: Report) -> Table:
     if not run:
         note = "none: give the run's --summary-json (--summary) to show it" if not report.summary_given else "none"
         return Table("Run record", ("item", "value"), [("run record", note)], "run")
-    return Table("Run record", ("item", "value"), [(key, _text(value)) for key, value in _flat(run)], "run")
-
-
-def _flat(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """The run record's leaves as `sandbox_config.limits.timeout_s` = value."""
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            yield from _flat(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
+    rows = [(key, _text(value)) for key, value in flat_items(run, separator=".")]
+    return Table("Run record", ("item", "value"), rows, "run")
 
 
 def _largest(groups: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:

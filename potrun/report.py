@@ -8,7 +8,7 @@ import sys
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -312,7 +312,7 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
         )
         table.add_row("majority vote", f"{samples['majority_accuracy']:.4f}")
         table.add_row("samples executed", f"{samples['executed_fraction']:.4f}")
-    for name, value in _flat(summary.metrics):
+    for name, value in flat_items(summary.metrics, separator=" "):
         table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
     for item in data["slowest"][:3]:
         table.add_row("slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}")
@@ -335,15 +335,14 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
         console.print(f"[yellow]bad record[/] line {line}: {message}")
 
 
-def _flat(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """A benchmark's nested metrics as table rows: ("state_checking f1", 0.91)."""
-    rows: list[tuple[str, Any]] = []
-    for name, value in metrics.items():
-        if isinstance(value, Mapping):
-            rows += _flat(value, f"{prefix}{name} ")
+def flat_items(data: Mapping[str, Any], separator: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Nested mappings as (path, leaf) rows: a benchmark's metrics ("state_checking f1", 0.91), the run
+    record ("sandbox_config.limits.timeout_s", 10). An empty mapping is a leaf: it is shown, not lost."""
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            yield from flat_items(value, separator, f"{prefix}{key}{separator}")
         else:
-            rows.append((f"{prefix}{name}", value))
-    return rows
+            yield f"{prefix}{key}", value
 
 
 def _interval(estimate: Estimate) -> str:
