@@ -44,7 +44,7 @@ def request_key(request: RunRequest) -> bytes:
 
 def result_size(result: ExecResult) -> int:
     """An estimate of the memory one cached result holds (bytes)."""
-    size = ENTRY_OVERHEAD + len(result.stdout) + len(result.error or "")
+    size = ENTRY_OVERHEAD + len(result.stdout) + len(result.stderr) + len(result.error or "")
     size += 32 * len(getattr(result, "captured", None) or ())
     value = result.value
     if isinstance(value, str):
@@ -121,8 +121,10 @@ class CachedSandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def request(self, source: str, entry: str | None = None, *, capture: bool = False) -> RunRequest:
-        return self.sandbox.request(source, entry, capture=capture)
+    def request(
+        self, source: str, entry: str | None = None, *, capture: bool = False, timeout: float | None = None
+    ) -> RunRequest:
+        return self.sandbox.request(source, entry, capture=capture, timeout=timeout)
 
     def companion(self, policy: str = "trusted", isolation: str = "fork", workers: int = 4) -> Sandbox:
         """The wrapped sandbox's companion: checker programs run uncached."""

@@ -83,7 +83,7 @@ def _check_option_kinds(preset: str, options: Mapping[str, Any]) -> None:
     defaults = PRESETS[preset].defaults if preset in PRESETS else {}
     for name, value in options.items():
         default = defaults.get(name)
-        if default is None or name not in defaults:
+        if default is None:
             continue  # no default to take the kind from (the preset reads it as it is)
         kinds = (
             (bool,) if type(default) is bool else (int, float) if type(default) in (int, float) else (type(default),)
@@ -275,6 +275,11 @@ class Plan:
     judge: Callable[[list[ExecResult]], RecordResult]
     fatal: str | None = None
 
+    @staticmethod
+    def settled(result: RecordResult) -> Plan:
+        """The plan of a record whose result is known already (a bad record): nothing to run."""
+        return Plan((), lambda _results: result)
+
 
 class BenchmarkRun(Protocol):
     """A benchmark's rules for one input file (`potrun.benchmarks`): each record's plan, and the
@@ -322,8 +327,7 @@ def _guarded_plan(benchmark: BenchmarkRun, item: Record | BadRecord) -> Plan:
     try:
         plan = benchmark.plan(item)
     except Exception as exc:
-        result = failed(exc)
-        return Plan((), lambda _results: result)
+        return Plan.settled(failed(exc))
 
     def judge(results: list[ExecResult]) -> RecordResult:
         try:
@@ -335,10 +339,7 @@ def _guarded_plan(benchmark: BenchmarkRun, item: Record | BadRecord) -> Plan:
 
 
 def _request(sandbox: SandboxLike, program: Program) -> RunRequest:
-    request = sandbox.request(program.source, program.entry, capture=program.capture)
-    if program.timeout_s is None:
-        return request
-    return replace(request, limits=replace(request.limits, timeout_s=program.timeout_s, wall_timeout_s=None))
+    return sandbox.request(program.source, program.entry, capture=program.capture, timeout=program.timeout_s)
 
 
 def _plan(prepared: Prepared, options: CheckOptions, sandbox: SandboxLike) -> Plan:

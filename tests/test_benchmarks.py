@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from potrun.benchmarks import BENCHMARKS, get_benchmark
-from potrun.benchmarks.base import judged_without_programs, unreadable, verdict, with_programs
+from potrun.benchmarks.base import judged_without_programs, unreadable, verdict
 from potrun.cli import EXIT_OK, EXIT_USAGE, main
 from potrun.pipeline import Plan, Program, RecordResult
 from potrun.records import Record
@@ -36,7 +36,7 @@ class ToyRun:
         assert isinstance(item, Record)
         data = item.data
         if "code" in data:
-            return with_programs(
+            return Plan(
                 (Program(data["code"], timeout_s=1.0),),
                 lambda results: verdict(
                     item.line,

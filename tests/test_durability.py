@@ -318,8 +318,11 @@ class CountingSandbox:
     def __init__(self) -> None:
         self.ran: list[str] = []
 
-    def request(self, source: str, entry: str | None = None, **options: Any) -> RunRequest:
-        return RunRequest(source=source, entry=entry or "auto", **options)
+    def request(
+        self, source: str, entry: str | None = None, *, capture: bool = False, timeout: float | None = None
+    ) -> RunRequest:
+        assert timeout is None  # the pipeline asks a per-program limit only for a benchmark's programs
+        return RunRequest(source=source, entry=entry or "auto", capture=capture)
 
     def run_requests(self, requests: Any) -> Iterator[ExecResult | None]:
         batch = list(requests)

@@ -6,15 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from potrun.pipeline import BAD_RECORD, Plan, Program, RecordResult
+from potrun.pipeline import BAD_RECORD, Plan, RecordResult
 from potrun.records import Record
 from potrun.types import BadRecord, ExecResult, Status
 
 
 def bad_record(line: int, message: str, record_id: Any = None) -> Plan:
     """The plan of a record that cannot be scored: a bad_record result naming the line and reason."""
-    result = RecordResult(line, record_id, BAD_RECORD, error=message)
-    return Plan((), lambda _results: result)
+    return Plan.settled(RecordResult(line, record_id, BAD_RECORD, error=message))
 
 
 def unreadable(item: Record | BadRecord) -> Plan | None:
@@ -25,10 +24,6 @@ def unreadable(item: Record | BadRecord) -> Plan | None:
 def judged_without_programs(judge: Callable[[], RecordResult]) -> Plan:
     """The plan of a record judged on its text alone (chain of thought, extracted answers, puzzle states)."""
     return Plan((), lambda _results: judge())
-
-
-def with_programs(programs: tuple[Program, ...], judge: Callable[[list[ExecResult]], RecordResult]) -> Plan:
-    return Plan(programs, judge)
 
 
 def verdict(

@@ -212,7 +212,7 @@ class DocMathRun:
                 fields={**fields, **extra},
             )
 
-        return base.with_programs(programs, judge)
+        return Plan(programs, judge)
 
     def metrics(self, results: Sequence[RecordResult]) -> dict[str, Any]:
         """evaluation.py's `get_result`: accuracy and execution rate in percent, rounded to 2 places."""
