@@ -93,7 +93,7 @@ WARM_QUEUE_BYTES = 32 * 1024
 # Bytes asked of one read: a pipe holds 64 KiB, so asking more gains nothing, and a 1 MiB buffer costs
 # an mmap, page faults and an munmap on every read (~20 us, more than the read itself).
 READ_SIZE = 1 << 16
-POLL_S = 0.002  # how often the worker looks for a warm runner's answers while they flow...
+POLL_S = 0.002  # how often, at most, the worker looks for a warm runner's answers while they flow...
 SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
 # A runner's answer to the worker: its flags (RECYCLE: the runner must be replaced; NEEDS_FORK: a warm
 # runner may not run the program, and there is no result), when it finished the program
@@ -286,15 +286,19 @@ class Worker:
         pending: Deque = deque()
         inflight: Deque = deque()
         finished = 0.0  # when the warm runner finished its last answered program (its own stamp)
-        # While answers flow, look for them every POLL_S rather than wake for each one: a wake costs
-        # more than handling an answer. A look that finds none goes back to waking on the next one.
-        flowing = False
+        # While answers flow, look for them after a nap rather than wake for each one: a wake costs
+        # more than handling an answer. The nap is at most POLL_S, and no longer than the runner takes
+        # for half of the programs it still holds (their mean time so far), so that it never idles for
+        # it: a few programs in flight (per-sample calls) are answered as they finish. A look that
+        # finds none goes back to waking on the next one.
+        nap = 0.0
+        per_program = POLL_S  # the runner's mean time per program (a moving average of its own stamps)
         while self._open_input or pending or inflight:
             if not inflight and pending and not pending[0].warm:
                 self._write(self.run_forked(pending.popleft()))
                 continue
             if not inflight:
-                flowing = False
+                nap = 0.0
             self._dispatch_warm(pending, inflight)
             watched = [stdin] if self._open_input else []
             timeout = None
@@ -302,18 +306,21 @@ class Worker:
                 timeout = max(0.0, _deadline(inflight[0], finished) - time.perf_counter())
             elif not self._open_input:
                 continue
-            if inflight and not flowing:
+            if inflight and not nap:
                 watched.append(self.warm.results)  # type: ignore[union-attr]
-            ready = self._wait(watched, timeout, flowing)
+            ready = self._wait(watched, timeout, nap)
             if stdin in ready and not self._read_requests(stdin, reader, pending):
                 return  # potrun is gone: nobody is left to read the answers
             if inflight:
-                waiting = len(inflight)
+                waiting, began = len(inflight), _started(inflight[0], finished)
                 out, restart, finished = self._collect_warm(inflight, finished)
-                # Sleep only while answers are small: a whole queue of them then fits in half a pipe,
-                # so the runner never waits for room. Larger ones are read as they come.
                 answered = waiting - len(inflight)
+                if answered and finished > began:  # (a span with no idle time in it: `_started`)
+                    per_program = 0.5 * per_program + 0.5 * (finished - began) / answered
+                # Nap only while answers are small: a whole queue of them then fits in half a pipe,
+                # so the runner never waits for room. Larger ones are read as they come.
                 flowing = bool(out) and not restart and len(out) <= answered * SMALL_ANSWER
+                nap = min(POLL_S, per_program * len(inflight) / 2) if flowing else 0.0
                 if out:
                     self._write(out)
                 if restart:
@@ -321,13 +328,13 @@ class Worker:
                     inflight.clear()
 
     @staticmethod
-    def _wait(watched: list[int], timeout: float | None, flowing: bool) -> list[int]:
+    def _wait(watched: list[int], timeout: float | None, nap: float) -> list[int]:
         """The descriptors ready to read, after waiting for one (or the timeout), or when answers are
-        flowing, after sleeping POLL_S through answers and requests alike: potrun answers a batch of
-        answers with a batch of requests, and waking for those would only wake us again."""
-        if not flowing:
+        flowing (`nap`), after sleeping that long through answers and requests alike: potrun answers a
+        batch of answers with a batch of requests, and waking for those would only wake us again."""
+        if not nap:
             return select.select(watched, [], [], timeout)[0]
-        time.sleep(POLL_S if timeout is None else min(timeout, POLL_S))
+        time.sleep(nap if timeout is None else min(timeout, nap))
         return select.select(watched, [], [], 0)[0]
 
     def _read_requests(self, stdin: int, reader: FrameReader, pending: Deque) -> bool:
