@@ -32,7 +32,9 @@ from potrun.sandbox.protocol import (
     PROTOCOL_VERSION,
     FrameReader,
     ProtocolError,
+    PAUSE,
     RunRequest,
+    StreamRequest,
     decode,
     encode_exit,
     encode_request,
@@ -236,11 +238,12 @@ class Pool:
 
     # -- the callers' side -----------------------------------------------------------------------------
 
-    def run_many(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
+    def run_many(self, requests: Iterable[StreamRequest]) -> Iterator[ExecResult | None]:
         """Run each request; yield one ExecResult per request, in input order.
 
         A None request runs nothing and yields None in its place (a record with nothing to execute
-        keeps its place in the stream). Requests are read lazily, as the stream's window allows: at
+        keeps its place in the stream); PAUSE (nothing more for now) is asked again on the next turn,
+        once results arrive. Requests are read lazily, as the stream's window allows: at
         most a pool's worth in flight, MAX_AHEAD results held behind a slow one."""
         arrivals: SimpleQueue[Arrival] = SimpleQueue()
         stream = self.open_stream(arrivals.put)
@@ -274,7 +277,7 @@ class Pool:
             stream.held = 0
         stream.done.clear()
 
-    def feed(self, stream: Stream, source: Iterator[RunRequest | None]) -> None:
+    def feed(self, stream: Stream, source: Iterator[StreamRequest]) -> None:
         """Take requests from `source` while the stream's window allows, and hand them over."""
         room = self.size * PIPELINE_DEPTH
         if stream.outstanding > room - SUBMIT_BATCH:
@@ -287,6 +290,8 @@ class Pool:
             if request is _END:
                 stream.exhausted = True
                 break
+            if request is PAUSE:
+                break  # nothing more for now: asked again next turn
             index = stream.issued
             stream.issued += 1
             if request is None:
@@ -303,7 +308,7 @@ class Pool:
     def advance(
         self,
         stream: Stream,
-        source: Iterator[RunRequest | None],
+        source: Iterator[StreamRequest],
         arrivals: SimpleQueue[Arrival] | asyncio.Queue[Arrival],
     ) -> list[ExecResult | None]:
         """One turn of a caller's loop without waiting: hand over what the window allows, take what has
