@@ -10,13 +10,16 @@ extraction, the dedup cache, the pool's hand-overs and comparisons run a batch a
 caller's thread sleeps once and is woken once, with its results.
 
 A stream gives its results in input order, so a slow program holds back the calls behind it in its
-lane: a lane holds at most `window` records, and the other lanes go on taking calls meanwhile. A lane
-whose queue runs dry ends its stream (nothing stays open while idle) and waits for the next call.
+lane. A lane therefore holds at most `window` records, and takes no more calls while its oldest has
+waited STUCK_S: the calls after a slow program (an endless loop waiting out its timeout) go to the
+other lanes. A lane whose queue runs dry ends its stream (nothing stays open while idle) and waits for
+the next call.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from queue import Empty, SimpleQueue
@@ -29,15 +32,17 @@ from potrun.types import SandboxUnavailable
 
 LANES = 3  # streams: one more than the default pool's workers, so that a slow program holds one back
 WINDOW = 16  # records a lane holds (taken and not yet answered)
+STUCK_S = 0.02  # a lane whose oldest call waited this long takes no more: many turns, not a slow program
 
 
 class _Call:
     """One caller's records, their results as they come, and where the caller waits for them."""
 
-    __slots__ = ("records", "results", "reply")
+    __slots__ = ("records", "results", "reply", "taken")
 
     def __init__(self, records: Sequence[Record]) -> None:
         self.records = records
+        self.taken = 0.0  # when a lane took it (time.monotonic)
         self.results: list[RecordResult] = []
         self.reply: SimpleQueue[list[RecordResult] | BaseException] = SimpleQueue()
 
@@ -92,6 +97,7 @@ class Combiner:
 
     def _stream(self, first: _Call) -> bool:
         """One stream, from `first` until the queue runs dry; True once a stop was taken from it."""
+        first.taken = time.monotonic()
         owed: deque[_Call] = deque([first])  # calls taken and not yet answered, in stream order
         held = len(first.records)
         stopped = False
@@ -103,8 +109,8 @@ class Combiner:
                 yield from call.records
                 call = None
                 while call is None:
-                    if held >= self._window:
-                        yield PAUSE  # full: results are due (the loop below frees room as they come)
+                    if held >= self._window or (owed and time.monotonic() - owed[0].taken > STUCK_S):
+                        yield PAUSE  # full, or held back: results are due (the loop below takes them)
                         continue
                     try:
                         item = self._queue.get_nowait()
@@ -117,6 +123,7 @@ class Combiner:
                         stopped = True
                         return
                     call = item
+                    call.taken = time.monotonic()
                     owed.append(call)
                     held += len(call.records)
 
