@@ -38,7 +38,7 @@ STUCK_S = 0.02  # a lane whose oldest call waited this long takes no more: many 
 class _Call:
     """One caller's records, their results as they come, and where the caller waits for them."""
 
-    __slots__ = ("records", "results", "reply", "taken")
+    __slots__ = ("records", "reply", "results", "taken")
 
     def __init__(self, records: Sequence[Record]) -> None:
         self.records = records
