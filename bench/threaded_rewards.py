@@ -1,6 +1,6 @@
 """Per-sample reward calls from many threads against one batched call, on the same completions.
 
-    python bench/threaded_rewards.py [FILE] [--threads 32] [--rounds 3]
+    python bench/threaded_rewards.py [FILE] [--threads 32] [--rounds 3] [--harness loop|executor]
 
 FILE: JSON Lines with `generated` (a list of completions; the first is used) and `answer` (the
 PoT files in ../shared/data/pot/). Completions whose program runs longer than 0.1 s (a probe run) are
@@ -8,8 +8,10 @@ left out, as `potrun bench` leaves out slow programs: they measure the programs,
 Each round starts a fresh shared sandbox (`potrun.rewards.configure`,
 so no round is served by an earlier round's cache), warms it up on other programs, then scores the
 completions once batched (`pot_reward(completions, answer=golds)`) and once as one call per completion
-from a pool of threads. Prints completions/s for both, their ratio (median over rounds), and checks
-that every per-sample reward equals the batched one.
+from `--threads` threads. `--harness loop`: each thread calls in a loop
+over its share (a reward server's handler threads); `executor`: a ThreadPoolExecutor task per call
+(its futures' own hand-offs, ~26 us a call here, are counted too). Prints completions/s, the ratios
+to batched (median over rounds), and checks that every per-sample reward equals the batched one.
 """
 
 from __future__ import annotations
@@ -77,15 +79,18 @@ def main() -> None:
     completions, golds = quick(*load(args.file))
     warm_up = [f"def solution():\n    return {k} * 3" for k in range(500)]
     ratios, wrong = [], 0
+    n = len(completions)
+
+    def fresh() -> None:
+        rewards.configure(workers=2)  # a fresh sandbox and cache for each measurement
+        rewards.pot_reward(warm_up, answer=[3 * k for k in range(500)])
+
     for round_number in range(args.rounds):
-        rewards.configure(workers=2)  # a fresh sandbox and cache for each round
-        rewards.pot_reward(warm_up, answer=[3 * k for k in range(500)])
+        fresh()
         batched, batched_s = timed(lambda: rewards.pot_reward(completions, answer=golds))
-        rewards.configure(workers=2)
-        rewards.pot_reward(warm_up, answer=[3 * k for k in range(500)])
+        fresh()
         threaded, threaded_s = timed(per_sample, completions, golds, args.threads, args.harness)
         wrong += sum(1 for a, b in zip(batched, threaded, strict=True) if a != b)
-        n = len(completions)
         ratios.append(batched_s / threaded_s)
         print(
             f"round {round_number + 1}: batched {n / batched_s:,.0f}/s, {args.threads} threads per sample "

@@ -25,7 +25,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.protocol import PAUSE, RunRequest, StreamRequest
+from potrun.sandbox.protocol import RunRequest
 from potrun.types import ExecResult, Status
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class CachedSandbox:
         requests = (self.request(source, entry, capture=capture) for source in sources)
         return self.run_requests(requests)  # type: ignore[return-value]
 
-    def run_requests(self, requests: Iterable[StreamRequest]) -> Iterator[ExecResult | None]:
+    def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
         """One result per request, in input order; repeated requests are not sent to the pool."""
         # What to do with each position of the stream, in order: ("run", key) the pool's result is the
         # answer; ("hit", result) answered from the cache; ("dup", key) the result of an earlier
@@ -147,11 +147,8 @@ class CachedSandbox:
         plans: deque[tuple[str, Any]] = deque()
         inflight: dict[bytes, list[Any]] = {}  # key -> [duplicates waiting, result once known]
 
-        def forward() -> Iterator[StreamRequest]:
+        def forward() -> Iterator[RunRequest | None]:
             for message in requests:
-                if message is PAUSE:
-                    yield message  # no place in the stream
-                    continue
                 if message is None:
                     plans.append(("none", None))
                     yield None

@@ -38,7 +38,7 @@ from potrun.process_golds import (
 )
 from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, field_value, first_field, read_records
 from potrun.sandbox.api import SandboxLike
-from potrun.sandbox.protocol import PAUSE, Pause, RunRequest, StreamRequest
+from potrun.sandbox.protocol import RunRequest
 from potrun.scoring import majority_vote, pass_at_k
 from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
 
@@ -245,20 +245,15 @@ def load_golds(path: str | Path, id_fields: tuple[str, ...], gold_fields: tuple[
 
 
 def check_records(
-    records: Iterable[Record | BadRecord | Pause],
+    records: Iterable[Record | BadRecord],
     sandbox: SandboxLike,
     options: CheckOptions,
     golds: Mapping[Any, Any] | None = None,
 ) -> Iterator[RecordResult]:
-    """Score records; yield one RecordResult per record, in input order. (PAUSE among the records is
-    handed to the sandbox: see Pause.)"""
-    benchmark = options.benchmark
-    if benchmark is not None:
-        return run_plans((item if item is PAUSE else _guarded_plan(benchmark, item) for item in records), sandbox)
-    return run_plans(
-        (item if item is PAUSE else _plan(prepare(item, options, golds), options, sandbox) for item in records),
-        sandbox,
-    )
+    """Score records; yield one RecordResult per record, in input order."""
+    if options.benchmark is not None:
+        return run_plans((_guarded_plan(options.benchmark, item) for item in records), sandbox)
+    return run_plans((_plan(prepare(item, options, golds), options, sandbox) for item in records), sandbox)
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,16 +292,13 @@ class BenchmarkRun(Protocol):
     def metrics(self, results: Sequence[RecordResult]) -> dict[str, Any]: ...
 
 
-def run_plans(plans: Iterable[Plan | Pause], sandbox: SandboxLike) -> Iterator[RecordResult]:
+def run_plans(plans: Iterable[Plan], sandbox: SandboxLike) -> Iterator[RecordResult]:
     """Run every plan's programs on the sandbox, the next records' while this one's judge waits, and
     yield each plan's verdict in input order."""
     queue: deque[Plan] = deque()
 
-    def requests() -> Iterator[StreamRequest]:
+    def requests() -> Iterator[RunRequest | None]:
         for plan in plans:
-            if plan is PAUSE:
-                yield plan
-                continue
             queue.append(plan)
             if plan.fatal is not None:
                 return

@@ -43,7 +43,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from potrun.cache import CachedSandbox
-from potrun.combine import Combiner
 from potrun.extractors import strip_special_tokens
 from potrun.pipeline import CheckOptions, RecordResult, check_records
 from potrun.records import Record
@@ -54,19 +53,14 @@ BINARY = {"correct": 1.0, "executed": 0.0, "failed": 0.0}
 SHAPED = {"correct": 1.0, "executed": 0.1, "failed": 0.0}
 
 
-SMALL_CALL = 4  # completions: a call of at most this many on the shared sandbox joins its Combiner
-MAX_COMBINERS = 16  # distinct option sets with a combiner of their own; calls with others run alone
-
-
 class _Shared(TypedDict):
     config: SandboxConfig  # of the next shared sandbox
     box: CachedSandbox | None  # the shared sandbox, once made
     pid: int | None  # the process that made it: a forked child makes its own
-    combiners: dict[Any, Combiner]  # on the shared sandbox, by the calls' options
 
 
 _lock = threading.Lock()  # guards _state: the shared sandbox is made, replaced and closed under it
-_state: _Shared = {"config": SandboxConfig(), "box": None, "pid": None, "combiners": {}}
+_state: _Shared = {"config": SandboxConfig(), "box": None, "pid": None}
 
 
 def configure(**sandbox_options: Any) -> None:
@@ -87,36 +81,17 @@ def close() -> None:
 def _close_locked() -> None:
     box = _state["box"]
     if box is not None and _state["pid"] == os.getpid():  # a forked child must not close its parent's
-        for combiner in _state["combiners"].values():
-            combiner.close()
         box.close()
     _state["box"] = None
-    _state["combiners"] = {}
 
 
 def _shared_sandbox() -> CachedSandbox:
     with _lock:
-        return _shared_sandbox_locked()
-
-
-def _shared_sandbox_locked() -> CachedSandbox:
-    box = _state["box"]
-    if box is None or _state["pid"] != os.getpid():
-        box = CachedSandbox(Sandbox.from_config(_state["config"]).start())
-        _state["box"], _state["pid"], _state["combiners"] = box, os.getpid(), {}
-    return box
-
-
-def _shared_combiner(key: Any, options: Callable[[], CheckOptions]) -> Combiner | None:
-    """The combiner of the calls with these options on the shared sandbox (made on first use), or None
-    when too many option sets have one."""
-    with _lock:
-        box = _shared_sandbox_locked()
-        combiners = _state["combiners"]
-        combiner = combiners.get(key)
-        if combiner is None and len(combiners) < MAX_COMBINERS:
-            combiner = combiners[key] = Combiner(box, options())
-        return combiner
+        box = _state["box"]
+        if box is None or _state["pid"] != os.getpid():
+            box = CachedSandbox(Sandbox.from_config(_state["config"]).start())
+            _state["box"], _state["pid"] = box, os.getpid()
+        return box
 
 
 atexit.register(close)
@@ -189,37 +164,19 @@ def iter_records(
     shared one."""
     if len(completions) != len(golds):
         raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
-
-    def options() -> CheckOptions:
-        return CheckOptions(
-            code_fields=("output",),
-            gold_fields=("gold",),
-            id_fields=(),
-            mode=mode,
-            presets=(preset,),
-            compare_options=compare_options,
-        )
-
+    options = CheckOptions(
+        code_fields=("output",),
+        gold_fields=("gold",),
+        id_fields=(),
+        mode=mode,
+        presets=(preset,),
+        compare_options=compare_options,
+    )
     records = [
         Record(n, {"output": completion_text(c), "gold": g})
         for n, (c, g) in enumerate(zip(completions, golds, strict=True), 1)
     ]
-    if sandbox is None and len(records) <= SMALL_CALL:
-        key = _options_key(mode, preset, compare_options)
-        combiner = _shared_combiner(key, options) if key is not None else None
-        if combiner is not None:
-            return iter(combiner.score(records))
-    return check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options())
-
-
-def _options_key(mode: str, preset: str, compare_options: Mapping[str, Any]) -> Any:
-    """What tells calls that may share a combiner apart: their options (None if one is unhashable)."""
-    key = (mode, preset, tuple(sorted(compare_options.items())))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    return check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options)
 
 
 def reward_points(*, shaped: bool = False, scale: Mapping[str, float] | None = None) -> Mapping[str, float]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 from potrun.policies import POLICY_NAMES, get_policy
 from potrun.sandbox.backends import BACKENDS
 from potrun.sandbox.pool import Arrival, Pool, default_workers
-from potrun.sandbox.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, StreamRequest, check_file_name, input_size
+from potrun.sandbox.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
 from potrun.types import (
     DEFAULT_MEMORY_MB,
     DEFAULT_OUTPUT_BYTES,
@@ -158,7 +158,7 @@ class SandboxLike(Protocol):
     def request(
         self, source: str, entry: str | None = None, *, capture: bool = False, timeout: float | None = None
     ) -> RunRequest: ...
-    def run_requests(self, requests: Iterable[StreamRequest]) -> Iterator[ExecResult | None]: ...
+    def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]: ...
     def companion(self, policy: str = "trusted", isolation: str = "fork", workers: int = 4) -> Sandbox: ...
 
 
@@ -343,7 +343,7 @@ class Sandbox:
         requests = (self.request(source, entry, capture=capture) for source in sources)
         return self.run_requests(requests)  # type: ignore[return-value]
 
-    def run_requests(self, requests: Iterable[StreamRequest]) -> Iterator[ExecResult | None]:
+    def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
         """Like run_many, for prepared requests; a None request yields None in its place."""
         return self._running_pool().run_many(requests)
 
@@ -366,7 +366,7 @@ class Sandbox:
             async for result in results:
                 yield result  # type: ignore[misc]
 
-    async def arun_requests(self, requests: Iterable[StreamRequest]) -> AsyncGenerator[ExecResult | None, None]:
+    async def arun_requests(self, requests: Iterable[RunRequest | None]) -> AsyncGenerator[ExecResult | None, None]:
         """`run_requests` for asyncio. (Starting the pool, on first use, blocks the loop meanwhile:
         `await asyncio.to_thread(box.start)` first to avoid it.)"""
         import asyncio

@@ -29,12 +29,10 @@ from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, Protocol
 
 from potrun.sandbox.protocol import (
-    PAUSE,
     PROTOCOL_VERSION,
     FrameReader,
     ProtocolError,
     RunRequest,
-    StreamRequest,
     decode,
     encode_exit,
     encode_request,
@@ -239,12 +237,11 @@ class Pool:
 
     # -- the callers' side -----------------------------------------------------------------------------
 
-    def run_many(self, requests: Iterable[StreamRequest]) -> Iterator[ExecResult | None]:
+    def run_many(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
         """Run each request; yield one ExecResult per request, in input order.
 
         A None request runs nothing and yields None in its place (a record with nothing to execute
-        keeps its place in the stream); PAUSE (nothing more for now) is asked again on the next turn,
-        once results arrive. Requests are read lazily, as the stream's window allows: at
+        keeps its place in the stream). Requests are read lazily, as the stream's window allows: at
         most a pool's worth in flight, MAX_AHEAD results held behind a slow one."""
         arrivals: SimpleQueue[Arrival] = SimpleQueue()
         stream = self.open_stream(arrivals.put)
@@ -278,7 +275,7 @@ class Pool:
             stream.held = 0
         stream.done.clear()
 
-    def feed(self, stream: Stream, source: Iterator[StreamRequest]) -> None:
+    def feed(self, stream: Stream, source: Iterator[RunRequest | None]) -> None:
         """Take requests from `source` while the stream's window allows, and hand them over."""
         room = self.size * PIPELINE_DEPTH
         if stream.outstanding > room - SUBMIT_BATCH:
@@ -291,8 +288,6 @@ class Pool:
             if request is _END:
                 stream.exhausted = True
                 break
-            if request is PAUSE:
-                break  # nothing more for now: asked again next turn
             index = stream.issued
             stream.issued += 1
             if request is None:
@@ -309,7 +304,7 @@ class Pool:
     def advance(
         self,
         stream: Stream,
-        source: Iterator[StreamRequest],
+        source: Iterator[RunRequest | None],
         arrivals: SimpleQueue[Arrival] | asyncio.Queue[Arrival],
     ) -> list[ExecResult | None]:
         """One turn of a caller's loop without waiting: hand over what the window allows, take what has

@@ -48,7 +48,6 @@ import math
 import os
 import struct
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, NamedTuple
 
 from potrun.sandbox.values import VALUE_TYPES
@@ -219,18 +218,6 @@ def input_size(stdin: str | None, files: tuple[tuple[str, bytes], ...]) -> int:
     return (len(stdin.encode()) if stdin is not None else 0) + sum(len(content) for _, content in files)
 
 
-class Pause(Enum):
-    """What a request source yields for "nothing more for now, but not the end": the pool stops taking
-    requests for this turn and asks the source again on the next one (after results arrive). A source
-    fed by other threads (potrun.combine) yields it rather than block while results are due to it; only
-    then (with nothing due, the stream would ask again at once)."""
-
-    PAUSE = "pause"
-
-
-PAUSE = Pause.PAUSE
-
-
 @dataclass(frozen=True, slots=True)
 class RunRequest:
     """One program to run, as potrun sends it and the worker and its runner read it. `stdin`: what the
@@ -301,11 +288,6 @@ class RunRequest:
     def key(self) -> str:
         """What makes two requests run the same way (the dedup cache's key): all but the id."""
         return dumps({**self.to_wire(), "id": None}).decode()
-
-
-# What a request source yields: a request, None (a place with nothing to run: None comes back in its
-# place) or PAUSE.
-StreamRequest = RunRequest | Pause | None
 
 
 def _files_from_wire(files: Any) -> tuple[tuple[str, bytes], ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -172,6 +173,44 @@ def test_closing_while_another_thread_runs_raises_there_and_does_not_hang() -> N
     assert len(errors) == 1 and "closed" in str(errors[0])
     assert box.run("ans = 1").value == 1  # a closed Sandbox starts again when used
     box.close()
+
+
+@pytest.mark.parametrize("policy", ["restricted"])
+def test_an_endless_loop_does_not_hold_back_the_calls_made_after_it(box: Sandbox) -> None:
+    """A program waiting out its timeout holds back only the jobs sent to its worker before it showed
+    stalled (the pool's own choice of worker: test_pool_fake): calls begun a second after it still
+    finish before it does, each with its own value."""
+    slow_done = threading.Event()
+    began_at = time.monotonic()
+    late: list[float] = []  # calls begun a second after the endless loop and finished before it
+    faults: list[str] = []
+
+    def slow() -> None:
+        result = box.run("while True:\n    pass", timeout=2.0)
+        if result.status is not Status.TIMEOUT:
+            faults.append(f"the endless loop: {describe(result)}")
+        slow_done.set()
+
+    def quick(caller: int) -> None:
+        number = 0
+        while not slow_done.is_set():
+            source, expected = program(caller, number)
+            began = time.monotonic()
+            why = check(box.run(source), expected, source)
+            if why:
+                faults.append(f"caller {caller} program {number}: {why}")
+            if began - began_at > 1.0 and not slow_done.is_set():
+                late.append(began)
+            number += 1
+
+    threads = [threading.Thread(target=slow)] + [threading.Thread(target=quick, args=(k,)) for k in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads) and slow_done.is_set()
+    assert faults == []
+    assert late, "no call begun a second after the endless loop finished before it"
 
 
 # ------------------------------------------------------------------------------------------- rewards
