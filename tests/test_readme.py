@@ -288,6 +288,8 @@ ELSEWHERE = {
     "python bench/scale.py": LONG,
     "python bench/extract_speed.py": LONG,
     "python bench/threaded_rewards.py": LONG,
+    "python bench/threaded_rewards.py [--harness executor]": LONG,
+    "python bench/handoff_floor.py [--work-us 86]": LONG,
     "python bench/small_batches.py": LONG,
     "python bench/load_independence.py": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --workers 2": LONG,
