@@ -26,7 +26,7 @@ of results that also lives across calls (rollouts repeat programs). `configure(.
 one is a UsageError at once (they are checked as a SandboxConfig: nothing starts).
 The reward functions are safe to call from any number of threads at once (verl's and reward
 servers' thread pools), and their programs share the one pool's pipelines: no lock serializes them.
-(Per-sample calls from 32 threads measured 0.36-0.65x, medians 0.39-0.65, the throughput of one
+(Per-sample calls from 32 threads measured 0.36-0.66x, medians 0.40-0.60, the throughput of one
 batched call on 2 cores, 2-3x what the old lock allowed: each call's thread hand-offs and cache-cold
 work, on the parent's one GIL, not the workers, bound them; bench/handoff_floor.py measures the
 floor of such hand-offs without potrun. Batch where you can.)

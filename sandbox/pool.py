@@ -50,7 +50,6 @@ MAX_AHEAD = 20_000  # results a stream holds for in-order delivery behind one sl
 # sandbox, not memory here).
 MAX_AHEAD_BYTES = 16 << 20
 SUBMIT_BATCH = 16  # requests a caller hands over at once: the dispatcher starts on them while it reads on
-STALL_S = 0.02  # a worker with no answer for this long is sent new jobs only when every worker is so
 WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
 START_TIMEOUT_S = 60.0
 MAX_ATTEMPTS = 2
@@ -374,9 +373,8 @@ class Pool:
 
     def _send_pending(self) -> None:
         pending = self._pending
-        now = time.monotonic()
         while pending:
-            slot = min(self.slots, key=lambda s: _load(s, now))
+            slot = min(self.slots, key=_load)
             if len(slot.inflight) >= PIPELINE_DEPTH:
                 return
             job = pending.popleft()
@@ -493,11 +491,8 @@ class Pool:
 _END = object()
 
 
-def _load(slot: Slot, now: float) -> tuple[bool, int]:
-    """What the next job goes to the least of: a worker stalled on a slow program (no answer for
-    STALL_S) only when every worker is, so that the jobs queued behind an endless loop waiting out its
-    timeout are those sent before it showed; then the fewest jobs in flight."""
-    return bool(slot.inflight) and now - slot.progress > STALL_S, len(slot.inflight)
+def _load(slot: Slot) -> int:
+    return len(slot.inflight)
 
 
 def default_workers(isolation: Isolation = Isolation.WARM) -> int:

@@ -177,9 +177,8 @@ def test_closing_while_another_thread_runs_raises_there_and_does_not_hang() -> N
 
 @pytest.mark.parametrize("policy", ["restricted"])
 def test_an_endless_loop_does_not_hold_back_the_calls_made_after_it(box: Sandbox) -> None:
-    """A program waiting out its timeout holds back only the jobs sent to its worker before it showed
-    stalled (the pool's own choice of worker: test_pool_fake): calls begun a second after it still
-    finish before it does, each with its own value."""
+    """A program waiting out its timeout holds back only the calls queued behind it on its worker:
+    calls begun a second after it still finish before it does, each with its own value."""
     slow_done = threading.Event()
     began_at = time.monotonic()
     late: list[float] = []  # calls begun a second after the endless loop and finished before it

@@ -87,39 +87,6 @@ def test_results_come_in_input_order_whatever_order_workers_answer_in(start: Cal
     assert [None if r is None else r.value for r in results] == [None if i % 7 == 0 else i for i in range(300)]
 
 
-def test_a_worker_stalled_on_a_slow_program_gets_no_new_jobs_while_another_is_free(
-    start: Callable[..., Pool],
-) -> None:
-    """Jobs submitted once a worker has gone STALL_S without an answer all go to the other one: none
-    waits behind the slow program (sent by load alone, every other one would)."""
-    release = threading.Event()
-
-    def blocking(request: RunRequest) -> ExecResult:
-        if request.source == "slow":
-            release.wait(60)
-        return _value_of(request) if request.source != "slow" else ExecResult(Status.OK, value=-1, value_type="int")
-
-    pool = start(blocking, size=2)
-    held: list[ExecResult | None] = []
-    slow_caller = threading.Thread(target=lambda: held.extend(pool.run_many([RunRequest(source="slow")])))
-    slow_caller.start()
-    while not any(slot.inflight for slot in pool.slots):
-        time.sleep(0.001)
-    time.sleep(pool_module.STALL_S * 3)
-    quick: list[ExecResult | None] = []
-    quick_caller = threading.Thread(target=lambda: quick.extend(pool.run_many(_requests(40))))
-    try:
-        quick_caller.start()
-        quick_caller.join(timeout=20)  # were any behind the slow program, none would come before it
-        assert not quick_caller.is_alive() and not held
-        assert [r.value for r in quick if r is not None] == list(range(40))
-    finally:
-        release.set()
-        slow_caller.join(timeout=30)
-        quick_caller.join(timeout=30)
-    assert [r.value for r in held if r is not None] == [-1]
-
-
 def test_the_jobs_of_a_worker_that_dies_mid_job_are_retried_once(start: Callable[..., Pool]) -> None:
     """The worker dies on `ans = 5` the first time: the jobs it held are retried on its replacement."""
     seen: set[str] = set()
