@@ -19,7 +19,7 @@ ExecResult with a status.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -91,6 +91,18 @@ WALL_FLOOR_S = 2.0
 def default_wall_timeout(timeout_s: float) -> float:
     """The wall-clock safety net for a CPU limit of `timeout_s` seconds."""
     return max(WALL_MULTIPLE * timeout_s, WALL_FLOOR_S)
+
+
+# A program the default net stopped while it was computing may have been stopped by the machine's
+# load rather than by itself: it got too small a share of a core to use its CPU limit within the net.
+# Such a verdict is confirmed before it is reported: the program runs once more under a net
+# CONFIRM_MULTIPLE times wider, and that verdict stands (`attempts` 2). "Computing": its CPU time was at
+# least CONFIRM_SHARE of its wall time, which no sleeper or blocked read burns (they are reported at
+# once, so a `time.sleep(10**6)` costs one net, not three) and which a runner keeps on a busy machine
+# (a twentieth of a core; under a hog of twice the cores it gets a third). A net the caller chose is
+# never widened.
+CONFIRM_MULTIPLE = 2.0
+CONFIRM_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +182,17 @@ class ExecResult:
         return data
 
 
+def confirming_limits(limits: Limits, result: ExecResult) -> Limits | None:
+    """The limits of the run that confirms `result`, a verdict under `limits`; None when it stands."""
+    stopped_by_net = result.status is Status.TIMEOUT and result.timeout_kind == "wall"
+    if not stopped_by_net or limits.wall_timeout_s is not None:
+        return None
+    computing = result.cpu_s >= CONFIRM_SHARE * result.wall_s and result.cpu_s < limits.timeout_s
+    if not computing:
+        return None
+    return replace(limits, wall_timeout_s=CONFIRM_MULTIPLE * limits.wall_limit_s)
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """The outcome of comparing a value with a gold answer."""
@@ -221,6 +244,8 @@ class ImageBuildError(PotrunError):
 
 
 __all__ = [
+    "CONFIRM_MULTIPLE",
+    "CONFIRM_SHARE",
     "DEFAULT_MEMORY_MB",
     "DEFAULT_OUTPUT_BYTES",
     "DEFAULT_TIMEOUT_S",

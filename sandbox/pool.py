@@ -7,6 +7,8 @@ the rest, the same for every backend. One thread of its own, the dispatcher, own
 sends them requests, a few ahead so that no worker waits for a round trip, takes their answers, and
 watches each worker from outside. A worker that dies, breaks the protocol or stops answering is killed
 and replaced; its programs are retried once, then reported as `sandbox_error`. The run goes on.
+A timeout the machine's load may have caused (the wall-clock net stopped a program that was computing)
+is confirmed by a second run under a wider net before it is reported (`potrun.types.confirming_limits`).
 
 Callers never touch a worker. Each call to `run_many` is a `Stream`: its requests are numbered, queued
 for the dispatcher, and its results come back to it alone, put back in input order by the caller's own
@@ -24,7 +26,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,7 +40,7 @@ from potrun.sandbox.protocol import (
     encode_request,
     result_from_wire,
 )
-from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status
+from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status, confirming_limits
 
 if TYPE_CHECKING:
     import asyncio
@@ -113,7 +115,8 @@ class Job:
     index: int  # in its stream
     request: RunRequest
     wire_id: int  # unique in the pool: the id the worker answers with
-    attempts: int = 0
+    attempts: int = 0  # runs sent to a worker
+    confirming: bool = False  # run again to confirm a timeout the load may have caused (`confirming_limits`)
 
 
 @dataclass(eq=False)
@@ -451,9 +454,21 @@ class Pool:
                 )
                 slot.inflight.popleft()
                 slot.progress = time.monotonic()
-                self._finish(job, result, len(body))
+                if not self._confirm(job, result):
+                    self._finish(job, result, len(body))
         except ProtocolError as exc:
             self._lose(slot, f"the worker broke the protocol ({exc})")
+
+    def _confirm(self, job: Job, result: ExecResult) -> bool:
+        """Whether `result` is to be confirmed by running its program again (first, before anything
+        submitted later) under a wider wall-clock net, rather than reported."""
+        limits = None if job.confirming else confirming_limits(job.request.limits, result)
+        if limits is None:
+            return False
+        job.confirming = True
+        job.request = replace(job.request, limits=limits)
+        self._pending.appendleft(job)
+        return True
 
     def _finish(self, job: Job, result: ExecResult, size: int) -> None:
         self.completed += 1
@@ -479,7 +494,7 @@ class Pool:
         slot.inflight.clear()
         retry = []
         for job in jobs:
-            if job.attempts < MAX_ATTEMPTS:
+            if job.attempts - job.confirming < MAX_ATTEMPTS:  # a confirming run is not a retry
                 retry.append(job)
             else:
                 lost = ExecResult(Status.SANDBOX_ERROR, error=why[:500], error_type="WorkerLost", attempts=job.attempts)

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import describe
+from conftest import assert_pool_healthy, describe
 
 from potrun import Limits, Sandbox, Status
 from potrun.cli import main
@@ -141,6 +141,39 @@ def test_a_wall_net_below_the_cpu_limit_binds_first(policy: str, isolation: str)
     assert result.status is Status.TIMEOUT and result.timeout_kind == "wall", describe(result)
     assert result.isolation == isolation, describe(result)
     assert after.status is Status.OK and after.value == 42, describe(after)
+
+
+# A program that computes an eighth of the time: to the wall-clock net, it looks as a program starved by
+# a busy machine looks. Under a CPU limit of 0.4 s its default net is 2 s, where it has used ~0.27 s.
+TRICKLE = (
+    "import time\n"
+    "while True:\n"
+    "    end = time.process_time() + 0.012\n"
+    "    while time.process_time() < end:\n"
+    "        pass\n"
+    "    time.sleep(0.078)\n"
+)
+TRICKLE_CPU_S = 0.4
+
+
+@pytest.mark.parametrize("policy", ["trusted"])
+def test_a_program_the_net_stopped_while_computing_is_run_again_before_its_timeout_is_reported(
+    box: Sandbox,
+) -> None:
+    """The first run ends at the net short of its CPU limit, so the load may have decided: a second
+    run, under twice the net, gives the verdict (here the CPU limit, reached in the wider net)."""
+    result = box.run(TRICKLE, timeout=TRICKLE_CPU_S)
+    assert result.status is Status.TIMEOUT and result.attempts == 2, describe(result)
+    first_net = default_wall_timeout(TRICKLE_CPU_S)
+    assert result.timeout_kind == "cpu" or result.wall_s >= 2 * first_net, describe(result)
+    assert_pool_healthy(box)
+
+
+@pytest.mark.parametrize("policy", ["trusted"])
+def test_a_sleeper_stopped_by_the_net_is_reported_at_once(box: Sandbox) -> None:
+    """Sleeping burns no CPU: nothing for the load to have decided, so no second run."""
+    result = box.run("import time\ntime.sleep(60)\nans = 1", timeout=TRICKLE_CPU_S)
+    assert (result.status, result.timeout_kind, result.attempts) == (Status.TIMEOUT, "wall", 1), describe(result)
 
 
 # ------------------------------------------------------------------ trusted programs that dodge it

@@ -196,3 +196,73 @@ def test_the_watchdog_replaces_a_worker_that_stops_answering(
             "the worker stopped answering",
         )
     assert pool.replaced == len(hung)
+
+
+def _stopped_by_the_net(request: RunRequest, cpu_s: float) -> ExecResult:
+    """What the worker answers for a program its wall-clock net stopped after `cpu_s` of CPU."""
+    limit = request.limits.wall_limit_s
+    return ExecResult(Status.TIMEOUT, timeout_kind="wall", wall_s=limit, cpu_s=cpu_s, error=f"{limit:g} s")
+
+
+@pytest.mark.parametrize("second", ["finishes", "stopped again"])
+def test_a_program_the_net_stopped_while_computing_is_run_again_under_a_wider_net(
+    start: Callable[..., Pool], second: str
+) -> None:
+    """Starved, not stuck: 1 s of CPU in a 5 s net, under a CPU limit of 1.5 s. The confirming run has
+    twice the net, and its verdict is the one reported, whichever it is."""
+    nets: list[float] = []
+
+    def starved_once(request: RunRequest) -> ExecResult:
+        nets.append(request.limits.wall_limit_s)
+        if request.source == "ans = 2" and (second == "stopped again" or len(nets) <= 3):
+            return _stopped_by_the_net(request, cpu_s=1.0)
+        return _value_of(request)
+
+    pool = start(starved_once, size=1)
+    results = list(pool.run_many(_requests(4, Limits(timeout_s=1.5))))
+    assert [r.attempts for r in results] == [1, 1, 2, 1]
+    assert sorted(nets) == [7.5, 7.5, 7.5, 7.5, 15.0]  # the rerun alone has the wider net
+    if second == "finishes":
+        assert [r.value for r in results] == [0, 1, 2, 3]
+    else:
+        assert (results[2].status, results[2].timeout_kind, results[2].wall_s) == (Status.TIMEOUT, "wall", 15.0)
+
+
+@pytest.mark.parametrize(
+    ("cpu_s", "limits", "why"),
+    [
+        (0.01, Limits(timeout_s=1.5), "a sleeper: 0.01 s of CPU in 7.5 s is no computation"),
+        (1.5, Limits(timeout_s=1.5), "it used its whole CPU limit: the CPU limit decided"),
+        (1.0, Limits(timeout_s=1.5, wall_timeout_s=5.0), "the caller chose the net"),
+    ],
+)
+def test_a_verdict_the_load_could_not_have_caused_is_reported_at_once(
+    start: Callable[..., Pool], cpu_s: float, limits: Limits, why: str
+) -> None:
+    calls: list[RunRequest] = []
+
+    def stopped(request: RunRequest) -> ExecResult:
+        calls.append(request)
+        return _stopped_by_the_net(request, cpu_s)
+
+    pool = start(stopped, size=1)
+    (result,) = pool.run_many(_requests(1, limits))
+    assert (result.status, result.attempts, len(calls)) == (Status.TIMEOUT, 1, 1), why
+
+
+def test_a_confirming_run_whose_worker_dies_is_still_retried(start: Callable[..., Pool]) -> None:
+    """The confirming run is not one of the job's retries: a worker lost under it is retried as usual."""
+    runs: list[float] = []
+
+    def starved_then_dies(request: RunRequest) -> ExecResult:
+        runs.append(request.limits.wall_limit_s)
+        if len(runs) == 1:
+            return _stopped_by_the_net(request, cpu_s=1.0)
+        if len(runs) == 2:
+            raise RuntimeError("the worker died")
+        return _value_of(request)
+
+    pool = start(starved_then_dies, size=1)
+    (result,) = pool.run_many(_requests(1, Limits(timeout_s=1.5)))
+    assert (result.status, result.value, result.attempts) == (Status.OK, 0, 3)
+    assert runs == [7.5, 15.0, 15.0]
