@@ -460,8 +460,8 @@ class Pool:
             self._lose(slot, f"the worker broke the protocol ({exc})")
 
     def _confirm(self, job: Job, result: ExecResult) -> bool:
-        """Whether `result` is to be confirmed by running its program again (first, before anything
-        submitted later) under a wider wall-clock net, rather than reported."""
+        """Queue `job` again, first, under a wider wall-clock net when `result` needs confirming
+        (`confirming_limits`); whether it did (then `result` is not reported)."""
         limits = None if job.confirming else confirming_limits(job.request.limits, result)
         if limits is None:
             return False

@@ -208,7 +208,7 @@ def _stopped_by_the_net(request: RunRequest, cpu_s: float) -> ExecResult:
 def test_a_program_the_net_stopped_while_computing_is_run_again_under_a_wider_net(
     start: Callable[..., Pool], second: str
 ) -> None:
-    """Starved, not stuck: 1 s of CPU in a 5 s net, under a CPU limit of 1.5 s. The confirming run has
+    """Starved, not stuck: 1 s of CPU in the 7.5 s default net of a 1.5 s CPU limit. The confirming run has
     twice the net, and its verdict is the one reported, whichever it is."""
     nets: list[float] = []
 
