@@ -1,6 +1,6 @@
 """Load independence (issue 15): the published PoT figures, record by record, idle and under a CPU hog.
 
-    python bench/load_independence.py                 # GSM8K and SVAMP, default limits (10 s of CPU)
+    python bench/load_independence.py                 # GSM8K and SVAMP, default limits (20 s of CPU)
     python bench/load_independence.py --hogs 8        # a heavier hog
 
 Runs `potrun check` on ../shared/data/pot as the README's reproduction does (GSM8K with `--compare
