@@ -173,7 +173,7 @@ def _validate_gsm8k(out: subprocess.CompletedProcess[str], cwd: Path) -> None:
     assert sum(r["ok"] for r in reports) == 943
     wrong = sum(any(p["code"] == "wrong_answer" for p in r["problems"]) for r in reports)
     line_856 = [p["code"] for p in reports[855]["problems"] if p["severity"] == "error"]
-    # line 856, an 87^4 loop: wrong at the default 20 s, a timeout only if the VM ran 2.3x slower still
+    # line 856, an 87^4 loop: wrong at the default 20 s, a timeout only if the VM ran 2x slower still
     assert wrong == 351 + (line_856 == ["wrong_answer"])
 
 
