@@ -8,6 +8,8 @@ once disarmed. Then over both policies and both isolation settings, with real ru
   below its CPU limit (the warm tier's wall kill);
 - a trusted program that deletes its CPU timer, or ignores SIGPROF (and SIGXCPU), is still stopped
   (RLIMIT_CPU, the backstop); one that sends itself SIGPROF is `crashed`, not a timeout;
+- a restricted program cannot wait without computing (stdin, numpy's file readers, sleep): each way
+  is refused, or ends by CPU time, after one run;
 - a program that needs ~0.4 of its CPU limit finishes ok under a CPU hog that the test starts;
 - after a CPU kill the warm runner is replaced and the next program runs right, in the warm tier,
   its CPU time counted from its own start.
@@ -174,6 +176,35 @@ def test_a_sleeper_stopped_by_the_net_is_reported_at_once(box: Sandbox) -> None:
     """Sleeping burns no CPU: nothing for the load to have decided, so no second run."""
     result = box.run("import time\ntime.sleep(60)\nans = 1", timeout=TRICKLE_CPU_S)
     assert (result.status, result.timeout_kind, result.attempts) == (Status.TIMEOUT, "wall", 1), describe(result)
+
+
+# Ways a program could wait without computing, each of which would make the wall net (5x the CPU
+# limit, and a confirming run under twice that) decide instead of the CPU limit. The restricted policy
+# refuses every one, so its programs end by CPU time, after one run.
+WAITS = {
+    "input": "ans = input()",
+    "open-stdin": "ans = open(0).read()",
+    "numpy-fromfile-stdin": "import numpy as np\nans = int(np.fromfile('/dev/stdin', dtype=np.uint8).size)",
+    "numpy-loadtxt-stdin": "import numpy as np\nans = float(np.loadtxt('/dev/stdin').sum())",
+    "numpy-genfromtxt-stdin": "import numpy as np\nans = float(np.genfromtxt('/dev/stdin').sum())",
+    "numpy-load-stdin": "import numpy as np\nans = np.load('/dev/stdin')",
+    "numpy-fromregex-stdin": "import numpy as np\nans = np.fromregex('/dev/stdin', r'(\\d+)', [('n', int)])",
+    "numpy-datasource": "import numpy as np\nans = np.lib.npyio.DataSource().open('/proc/self/fd/0').read()",
+    "time-sleep": "ans = __import__('time').sleep(60)",
+    "clock-wait": "import datetime\nend = datetime.datetime.now() + datetime.timedelta(seconds=60)\n"
+    "while datetime.datetime.now() < end:\n    pass\nans = 1",
+}
+
+
+@pytest.mark.parametrize("policy", ["restricted"])
+@pytest.mark.parametrize("source", WAITS.values(), ids=WAITS.keys())
+def test_a_restricted_program_cannot_wait_without_computing(box: Sandbox, source: str) -> None:
+    result = box.run(source, timeout=TRICKLE_CPU_S)
+    assert result.attempts == 1, describe(result)
+    if result.status is Status.TIMEOUT:
+        _assert_cpu_timeout(result, TRICKLE_CPU_S)  # the clock-wait: it computes, so CPU time ends it
+    else:
+        assert result.status is Status.POLICY_VIOLATION, describe(result)
 
 
 # ------------------------------------------------------------------ trusted programs that dodge it
