@@ -437,7 +437,7 @@ def _try_bare(text: str) -> ExtractedProgram | None:
     """The whole text as a program, unchanged, when it parses (or is a plain program cut short)."""
     tree = _parse(text)
     if isinstance(tree, ast.Module):
-        if _has_top_return(tree.body):
+        if "return" in text and _has_top_return(tree.body):  # no walk where no return can be
             return None  # DocMath body without its header: the unfenced path repairs it
         return ExtractedProgram(text, HOW_BARE) if _has_statement(tree) else None
     if tree is None and len(text) > MAX_PARSE_CHARS and _all_code_lines(text):
