@@ -60,6 +60,10 @@ SPECIAL_TOKENS = (
 )
 
 
+_TOKEN_FIRST_CHARS = frozenset(token[0] for token in SPECIAL_TOKENS)
+_TOKEN_LAST_CHARS = frozenset(token[-1] for token in SPECIAL_TOKENS)
+
+
 def response_text(query: str, prompt: str | None = None) -> str:
     """The model's response in `query` (prompt + response as a trainer decoded it), stripped of
     special tokens; the module docstring gives the rules."""
@@ -73,6 +77,8 @@ def strip_special_tokens(text: str) -> str:
     while True:  # each turn drops one token: linear, however many the text ends with
         while end > start and text[end - 1].isspace():
             end -= 1
+        if end == start or text[end - 1] not in _TOKEN_LAST_CHARS:  # most texts: no token to look for
+            break
         token = next((t for t in SPECIAL_TOKENS if text.endswith(t, start, end)), None)
         if token is None:
             break
@@ -80,6 +86,8 @@ def strip_special_tokens(text: str) -> str:
     while True:
         while start < end and text[start] in "\r\n":
             start += 1
+        if start == end or text[start] not in _TOKEN_FIRST_CHARS:
+            break
         token = next((t for t in SPECIAL_TOKENS if text.startswith(t, start, end)), None)
         if token is None:
             break

@@ -409,6 +409,20 @@ def test_usage_errors() -> None:
         compare(1, 1, preset="pot", rel_tol=0.1)
     with pytest.raises(UsageError):
         compare(1, 1, rel_tol=-1)
+    with pytest.raises(UsageError):
+        compare(1, 1, rel_tol=-1)  # again: a bad option is refused each time, not remembered as good
+
+
+def test_options_are_read_afresh_for_each_set_of_values() -> None:
+    """The default's options are made once per distinct set; values that differ are never confused."""
+    for _ in range(2):
+        assert compare(0.125, 12.5).correct is False
+        assert compare(0.125, 12.5, percent=True).correct is True
+        assert compare(0.125, 12.5, percent=1).correct is True
+        assert compare(100.0, 101.5, rel_tol=0.02).correct is True
+        assert compare(100.0, 101.5, rel_tol=0.002).correct is False
+    with pytest.raises((UsageError, TypeError, ValueError)):
+        compare(100.0, 101.5, rel_tol=[0.02])  # an unhashable value is still checked
 
 
 def test_registry() -> None:

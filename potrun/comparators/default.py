@@ -51,6 +51,7 @@ Unknown presets and options raise `potrun.types.UsageError`; any data gives a Ve
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Mapping
@@ -145,7 +146,21 @@ def _read_number(text: str) -> int | float | None:
 
 def _judge_default(value: Any, gold: Any, **options: Any) -> Verdict:
     """potrun's strict default (this module's docstring)."""
-    return _judge(value, gold, DefaultOptions.from_options(options))
+    return _judge(value, gold, _options(options))
+
+
+def _options(options: Mapping[str, Any]) -> DefaultOptions:
+    """DefaultOptions.from_options, made once per distinct set of options (every record of a run
+    has the same), where the options can be told apart by value."""
+    try:
+        return _cached_options(tuple(sorted(options.items())))
+    except TypeError:  # an unhashable value: from_options says what is wrong with it, if anything
+        return DefaultOptions.from_options(options)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_options(items: tuple[tuple[str, Any], ...]) -> DefaultOptions:
+    return DefaultOptions.from_options(dict(items))
 
 
 def _isclose(a: float, b: float, rel_tol: float, abs_tol: float) -> bool:
