@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from collections import deque
 from dataclasses import dataclass
 
@@ -54,9 +55,12 @@ __all__ = [
     "HOW_NO_ANSWER",
     "HOW_WHOLE",
     "MAX_LITERAL_CHARS",
+    "NO",
+    "YES",
     "ExtractedAnswer",
     "extract_answer",
     "option_letters",
+    "stated_value",
 ]
 
 HOW_WHOLE = "whole"
@@ -88,6 +92,10 @@ ANSWER_HOWS = frozenset(
 
 MAX_LITERAL_CHARS = 20_000
 _MAX_WHOLE_CHARS = 200
+# Truth words (after NFKC and casefold): a whole output that is one of them is its answer, and a gold
+# that is one is a truth value (`potrun.comparators.golds`).
+YES = frozenset({"yes", "true", "是", "是的", "对"})
+NO = frozenset({"no", "false", "否", "不是", "不对"})
 _MAX_SPAN_CHARS = 300
 
 Literal = int | float | str | bool | None | tuple["Literal", ...]
@@ -190,6 +198,8 @@ def _whole(body: str) -> ExtractedAnswer | None:
     letter = _LETTER.fullmatch(_unwrap(stripped))
     if letter is not None:
         return ExtractedAnswer(stripped, letter.group(1), HOW_WHOLE, True)
+    if unicodedata.normalize("NFKC", stripped.rstrip(".!。！")).strip().casefold() in YES | NO:
+        return ExtractedAnswer(stripped, None, HOW_WHOLE, True)  # "Yes", "No."
     cleaned = stripped.replace("\\left", "").replace("\\right", "").strip("$ ")
     if cleaned[:1] in _LITERAL_OPEN or ("," in cleaned and cleaned[:1].isdigit()):
         literal = _literal(cleaned) or _number_tuple(cleaned)
@@ -334,6 +344,23 @@ def _from_span(span: str, how: str) -> ExtractedAnswer:
 
 
 def _span_value(span: str) -> AnswerValue:
+    stated = stated_value(span)
+    if stated is not None:
+        return stated
+    if _WORD.search(_LATEX_COMMAND.sub(" ", span)):  # a sentence: its last number
+        found = last_number(span)
+        if found is not None:
+            return found[2]
+    loose = _LOOSE_LETTER.match(_unwrap(span))
+    return loose.group(1) if loose else None
+
+
+def stated_value(span: str) -> AnswerValue:
+    """What an answer span states, read strictly, else None: a number; the right side of "N = 14916";
+    a choice letter ("B", "(B) 25 apples"); a literal list or tuple ("[72, 73]", "(7, 6)"); option
+    letters ("B、D"). The extractor's value adds two loose readings (a sentence's last number, a
+    letter before punctuation); the default comparator reads answer texts with this one, so that
+    what the extractor reads is what it compares, and a hedge ("72 or 73") reads as nothing."""
     number = parse_number(span)
     if number is not None:
         return number
@@ -351,30 +378,26 @@ def _span_value(span: str) -> AnswerValue:
         literal = _literal(cleaned) or _number_tuple(cleaned)
         if literal is not None:
             return literal
-    if _WORD.search(_LATEX_COMMAND.sub(" ", span)):  # a sentence: its last number
-        found = last_number(span)
-        if found is not None:
-            return found[2]
-    letters = option_letters(unwrapped)
-    if letters is not None:  # "BD", "B、D", "B项"
-        return letters
-    loose = _LOOSE_LETTER.match(unwrapped)
-    return loose.group(1) if loose else None
+    return option_letters(unwrapped)  # "BD", "B、D", "B项"
 
 
 def option_letters(text: str) -> str | None:
-    """The option letters a text names, as one upper-case text, or None.
+    """The option letters a text names, as one upper-case text in alphabetical order, or None.
 
     "B", "(b)", "B.", "B项", "选项B" -> "B"; a multi-select answer "BD", "B、D", "B, D", "B和D",
-    "B and D" -> "BD". Several letters are upper case, each named once, in order: "bad", "BAD" and
-    "DEAD" are words."""
+    "B and D", "D and B" -> "BD". Several letters are upper case and each named once; written
+    together ("BD") they must be in order, since "BAD" and "DEAD" are words."""
     m = _OPTIONS.fullmatch(text.strip())
     if m is None:
         return None
     if m.group("one"):
         return m.group("one").upper()
-    letters = _OPTION_LETTER.findall(m.group("many"))
-    return "".join(letters) if letters == sorted(set(letters)) else None
+    many = m.group("many")
+    letters = _OPTION_LETTER.findall(many)
+    if len(set(letters)) < len(letters):
+        return None
+    apart = len(many) > len(letters)  # a separator or a space between them
+    return "".join(sorted(letters)) if apart or letters == sorted(letters) else None
 
 
 def _assignment_rhs(span: str) -> ParsedNumber | None:

@@ -157,7 +157,21 @@ def test_chinese_answer_markers(response: str, text: str | None, how: str) -> No
 
 @pytest.mark.parametrize(
     ("text", "letters"),
-    [("BD", "BD"), ("B、D", "BD"), ("B, D", "BD"), ("B and D", "BD"), ("B项", "B"), ("(b)", "B"), ("BAD", None)],
+    [
+        ("BD", "BD"),
+        ("B、D", "BD"),
+        ("B, D", "BD"),
+        ("B and D", "BD"),
+        ("B项", "B"),
+        ("(b)", "B"),
+        ("BAD", None),  # letters written together are a word unless in order
+        ("DB", None),
+        ("D、B", "BD"),  # apart, in any order
+        ("D and B", "BD"),
+        ("D, B, A", "ABD"),
+        ("B, B", None),  # each named once
+        ("bd", None),
+    ],
 )
 def test_option_letters(text: str, letters: str | None) -> None:
     assert option_letters(text) == letters
@@ -170,6 +184,7 @@ def test_option_letters(text: str, letters: str | None) -> None:
         ("否", "yes", False),
         ("是", "是", True),
         ("B、D", "BD", True),
+        ("D、B", "BD", True),
         ("B", "BD", False),
         ("3个", 3, True),
     ],

@@ -105,7 +105,6 @@ DEFAULT_DIFFERS: dict[int, str] = {
     30: PROSE,
     86: PROSE,
     38: WRAPPED,
-    42: WRAPPED,
     49: WRAPPED,
     50: WRAPPED,
     51: WRAPPED,
@@ -271,6 +270,19 @@ DEFAULT_RULES = [
     (-5, 5, False),
     (5, -5, False),
     (1538754.0, 1538832.0, False),
+    # a value with a fraction matches at most one whole gold, the nearest: no hedge between neighbours
+    (1538754.5, 1538832, False),
+    (100000.5, 99991, False),
+    (100000.5, 100000, False),
+    (100000.5, 100001, False),
+    (100000.4, 100000, True),
+    (99999.9999, 100000, True),
+    (1.2345e16, 12345678901234567, False),  # an int gold beyond 2**53 takes only the float nearest it
+    (float(2**60), 2**60, True),
+    (100000.5, "#### 100000", False),
+    (0.55, "#### 0.5", False),  # GSM8K's answers are exact: no stated precision
+    (0.5, "#### 0.5", True),
+    (0.55, "0.5", True),  # a plain gold string states its precision
     (2, 2.0, True),
     (1.0000001, 1, True),
     (1.001, 1, False),
@@ -317,6 +329,9 @@ DEFAULT_RULES = [
     (19, {"min": 18, "max": 21}, True),
     (22, {"min": "18%", "max": "21%"}, False),
     (100, {"min": 18}, True),
+    (math.inf, {"min": 0}, False),  # no question's answer is infinite, whatever the range
+    (-math.inf, {"max": 0}, False),
+    (10**400, {"min": 0}, False),
     (True, {"min": 0, "max": 2}, False),
     (math.nan, "[0, 1]", False),
     ("3.5 million", "between 3 and 4 million", True),
@@ -374,7 +389,10 @@ def test_default_rules(value: Any, gold: Any, expected: bool) -> None:
         (-5, 5, {"abs_value": True}, True),
         (5, -5, {"abs_value": True}, False),  # abs() applies to the value only
         (101, 100, {"abs_tol": 1}, True),
-        (100.5, 100, {"rel_tol": 0.01}, True),
+        (100.4, 100, {"rel_tol": 0.01}, True),
+        (100.5, 100, {"rel_tol": 0.01}, False),  # a whole gold takes only values nearer than 0.5
+        (100.5, 100, {"abs_tol": 0.5}, True),  # ...unless abs_tol says more
+        (1.005, 1.0 + 1e-9, {"rel_tol": 0.01}, True),  # a gold with a fraction is not whole
         (1e-9, 0, {"abs_tol": 1e-6}, True),
         ([2, 1, 2], [1, 2, 2], {"unordered": True}, True),
         ([2, 1, 1], [1, 2, 2], {"unordered": True}, False),

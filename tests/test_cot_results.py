@@ -30,7 +30,11 @@ READINGS = [
     ("false", False, "false"),
     ("(B)", "B", "(B)"),
     ("c.", "C", "c."),
-    ("[2, 3]", "[2, 3]", "[2, 3]"),  # the default compares a list only with a list value
+    ("[2, 3]", [2, 3], "[2, 3]"),  # the default reads a list written out as the list
+    ("x = 72", 72, "x = 72"),  # the right side of an assignment, as the extractor reads it
+    ("(B) 25 apples", "B", "(B) 25 apples"),
+    ("D and B", "BD", "D and B"),
+    ("72 or 73", "72 or 73", "72 or 73"),  # a hedge reads as no number
     ("not answerable", "not answerable", "not answerable"),
     ("x + 1", "x + 1", "x + 1"),
 ]

@@ -345,3 +345,14 @@ def test_adversarial_1mb(name: str) -> None:
         assert got.value is None or not isinstance(got.value, ParsedNumber) or got.value.value is not None
     else:
         assert _plain(got.value) == expected
+
+
+@pytest.mark.parametrize("text", ["Yes", "No.", "yes", "YES!", "是", "false"])
+def test_a_whole_output_that_is_a_truth_word_is_its_answer(text: str) -> None:
+    found = extract_answer(text)
+    assert (found.text, found.how, found.confident) == (text, "whole", True)
+
+
+@pytest.mark.parametrize("text", ["Maybe", "No way", "Yes and no"])
+def test_a_whole_output_that_only_starts_with_a_truth_word_is_not(text: str) -> None:
+    assert extract_answer(text).how != "whole"

@@ -34,9 +34,12 @@ both *as written*: "12.5%" is 12.5 with a percent sign, "3.5 million" is 3.5 wit
   abs_tol=0.0 by default: a gold of 0 needs an exact 0), OR the gold is a string written with d >= 1
   digits after its decimal point and `|v - g| <= 0.5 * 10**-d`, computed in decimal on the shortest
   repr of v ("12.50" accepts 12.495 ... 12.505; "12" states no precision and gets only rel_tol).
-- Two whole numbers (ints, or floats without a fraction, below 2**53) get no rel_tol: they must be
-  equal (or within abs_tol). rel_tol is for floating-point noise, and 1538754 is not 1538832 even
-  though they are within 1e-4 of each other (a real SVAMP case).
+- A whole gold (an int, or a float without a fraction below 2**53) takes a value only within less
+  than 0.5 of it (or within abs_tol), besides rel_tol: two whole numbers must be equal, and a value
+  with a fraction matches at most one whole gold, the nearest. rel_tol is for floating-point noise:
+  1538754 is not 1538832 even though they are within 1e-4 of each other (a real SVAMP case), and
+  100000.5 must not match every whole gold from 99991 to 100010 at once (a hedge); an int gold
+  beyond 2**53 takes only a value that is that int (or the float nearest it).
 - Percent: the % sign is a unit; numbers are compared as written (12.5% equals 12.5). 0.125 vs 12.5
   (or vs "12.5%") is wrong unless `percent=True`, which also accepts v*100 and v/100.
 - Scale words: not applied unless `scale=True` ("3.5 million" vs 3500000 is wrong; with
@@ -70,13 +73,14 @@ from potrun.comparators.golds import (
     Num,
     Text,
     UnreadableGold,
+    gsm8k_number,
     norm_text,
     num_from_parsed,
     read_gold,
 )
 from potrun.comparators.preset import Preset
-from potrun.extractors.answer import option_letters
-from potrun.extractors.numbers import parse_number
+from potrun.extractors.answer import option_letters, stated_value
+from potrun.extractors.numbers import ParsedNumber
 from potrun.types import UsageError, Value, Verdict
 
 __all__ = ["DEFAULTS", "PRESET", "DefaultOptions"]
@@ -126,19 +130,27 @@ def _read_letter(text: str) -> str | None:
 
 
 def _read_default(text: str, **_options: Any) -> Value:
-    """The default rules' reading (`read_answer`): a bool, a choice letter, the number as written, or
-    the text itself (a phrase, a list written out, "not answerable": compared as text)."""
-    for read in (_read_truth, _read_letter, _read_number):
-        found = read(text)
-        if found is not None:
-            return found
-    return text
+    """The default rules' reading (`read_answer`): a bool, a choice letter, the number as written
+    (percent, scale and unit apart: "$3.5 million" -> 3.5), a list, or the text itself (a phrase,
+    "not answerable": compared as text)."""
+    truth = _read_truth(text)
+    if truth is not None:
+        return truth
+    stated = _stated(text)
+    return stated.value if isinstance(stated, ParsedNumber) else stated
 
 
-def _read_number(text: str) -> int | float | None:
-    """The number as written, its percent, scale and unit apart ("$3.5 million" -> 3.5), else None."""
-    number = parse_number(text)
-    return number.value if number is not None else None
+def _stated(text: str) -> Any:
+    """A text value as the answer extractor states it (`stated_value`: "x = 72" its number, as a
+    ParsedNumber; "(B) 25 apples" the letter; "[72, 73]" the list), else the text itself."""
+    stated = stated_value(text)
+    if stated is None:
+        return text
+    return _listed(stated) if isinstance(stated, tuple) else stated
+
+
+def _listed(value: Any) -> Any:
+    return [_listed(item) for item in value] if isinstance(value, tuple) else value
 
 
 # ------------------------------------------------------------------ judging
@@ -182,6 +194,8 @@ def _judge(value: Any, gold: Any, opts: DefaultOptions) -> Verdict:
         return _judge_not_answerable(value)
     if isinstance(gold_form, bool):
         return _judge_bool(value, gold_form)
+    if isinstance(value, str) and not isinstance(gold_form, Text):
+        value = _stated(value)
     if isinstance(gold_form, list):
         return _judge_list(value, gold_form, opts)
     if isinstance(gold_form, Letter):
@@ -268,11 +282,10 @@ def _value_number(value: Any) -> Num | Verdict:
         return Verdict(False, "value is a bool, gold is a number (a bool is not a number)")
     if is_number(value):
         return Num(value)
+    if isinstance(value, ParsedNumber):  # an answer text's (`_stated`)
+        return num_from_parsed(value, None)
     if isinstance(value, str):
-        parsed = parse_number(value)
-        if parsed is None:
-            return Verdict(False, f"value {shown(value)} is not a number")
-        return num_from_parsed(parsed, None)
+        return Verdict(False, f"value {shown(value)} is not a number")
     if isinstance(value, list):
         return Verdict(False, "value is a list, gold is a number")
     if isinstance(value, numbers.Real):  # numpy scalars and the like, when called directly
@@ -314,9 +327,21 @@ def _within_precision(v: float, g: float, decimals: int, factor: float) -> bool:
 
 
 _EXACT_INT_LIMIT = 2.0**53  # below it, a whole-number float is an exact integer
+_NEAREST_WHOLE = 0.5  # a whole gold takes a value only nearer than this (besides abs_tol)
 
 
-def _numbers_equal(v: float, g: float, decimals: int | None, factor: float, opts: DefaultOptions) -> str | None:
+def _is_whole(gold: Num) -> bool:
+    """Whether a gold is a whole number: an int (of any size), or a float without a fraction below
+    2**53 (beyond it every float is whole, and floats there are approximate)."""
+    value = gold.value
+    if isinstance(value, int):
+        return True
+    return math.isfinite(value) and value.is_integer() and abs(value) < _EXACT_INT_LIMIT
+
+
+def _numbers_equal(
+    v: float, g: float, decimals: int | None, factor: float, whole_gold: bool, opts: DefaultOptions
+) -> str | None:
     """Why v equals g ("rel_tol", "precision"), or None."""
     if math.isnan(v) or math.isnan(g):
         return None
@@ -324,9 +349,11 @@ def _numbers_equal(v: float, g: float, decimals: int | None, factor: float, opts
         return "both infinite" if v == g else None
     if v == g:
         return "exactly equal"
-    whole = v.is_integer() and g.is_integer() and abs(g) < _EXACT_INT_LIMIT and abs(v) < _EXACT_INT_LIMIT
-    if _isclose(v, g, 0.0 if whole else opts.rel_tol, opts.abs_tol):
-        return f"equal within abs_tol={opts.abs_tol:g}" if whole else f"equal within rel_tol={opts.rel_tol:g}"
+    if _isclose(v, g, 0.0, opts.abs_tol):
+        return f"equal within abs_tol={opts.abs_tol:g}"
+    nearest = not whole_gold or abs(v - g) < _NEAREST_WHOLE * factor
+    if nearest and _isclose(v, g, opts.rel_tol, opts.abs_tol):
+        return f"equal within rel_tol={opts.rel_tol:g}"
     if decimals is not None and _within_precision(v, g, decimals, factor):
         return f"equal at the gold's stated precision ({decimals} dp)"
     return None
@@ -346,8 +373,9 @@ def _judge_number(v: Num, g: Num, opts: DefaultOptions) -> Verdict:
         return Verdict(False, "value is NaN (NaN never equals anything)")
     if math.isnan(gf):
         return Verdict(False, "gold is NaN (NaN never equals anything)")
+    whole_gold = _is_whole(g)
     for cand, how in _candidates(vf, opts):
-        why = _numbers_equal(cand, gf, g.decimals, factor, opts)
+        why = _numbers_equal(cand, gf, g.decimals, factor, whole_gold, opts)
         if why is not None:
             return Verdict(True, why + how)
     hint = ""
@@ -372,6 +400,8 @@ def _judge_range(v: Num, rng: GoldRange, opts: DefaultOptions) -> Verdict:
     def bound(b: Num | None) -> float | None:
         return None if b is None else _as_float(b.value) * (b.factor if opts.scale else 1.0)
 
+    if math.isinf(vf):  # inside a one-sided range, but no question's answer is infinite
+        return Verdict(False, f"value is {shown(vf)}: an infinite value is in no range")
     lo, hi = bound(rng.low), bound(rng.high)
     for cand, how in _candidates(vf, opts):
         above = lo is None or cand > lo or (rng.low_closed and _isclose(cand, lo, opts.rel_tol, opts.abs_tol))
@@ -386,5 +416,6 @@ PRESET = Preset(
     _judge_default,
     MappingProxyType(asdict(DEFAULTS)),
     "potrun's strict rules (potrun.comparators.default)",
+    gsm8k_answer=gsm8k_number,  # GSM8K's answers are exact: "#### 0.5" states no precision
     read=_read_default,
 )

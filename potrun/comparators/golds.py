@@ -4,11 +4,12 @@ GSM8K-format golds (every preset): a gold string that holds the marker "####" (o
 `answer`, lm-evaluation-harness's `target`: "...reasoning...\n#### 72") is the text after its LAST
 marker, as lm-evaluation-harness's gsm8k task reads it (its exact_match drops everything up to the
 last "#### ", "," and "$"; a final "." is dropped too): "#### 1,234" is "1234", "#### -3.5" is "-3.5"
-(`gsm8k_gold`). The presets then judge that text as they judge any gold string, except two that
+(`gsm8k_gold`). The presets then judge that text as they judge any gold string, except three that
 judge a number gold apart from a string: `pot` (`finqa_equal` compares a string gold as a string)
 gets the float PoT's GSM8K data stores (72.0, `gsm8k_float`: its precision rule depends on it),
-`longdocurl` the int or float as written (`gsm8k_number`: its Integer/Float format). No peer's own
-data has such golds, so no reproduced score changes.
+`longdocurl` the int or float as written (`gsm8k_number`: its Integer/Float format), and `default`
+the same (GSM8K's answers are exact: "#### 0.5" is the number 0.5, not a gold stated to one decimal
+that 0.55 would round to). No peer's own data has such golds, so no reproduced score changes.
 
 The gold forms of the default rules (`read_gold`; the rules themselves are in
 `potrun.comparators.default`): not answerable (None), a truth value (bool), a range (`GoldRange`,
@@ -26,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from potrun.comparators.common import is_number, shown
-from potrun.extractors.answer import option_letters
+from potrun.extractors.answer import NO, YES, option_letters
 from potrun.extractors.numbers import ParsedNumber, parse_number
 
 __all__ = [
@@ -134,8 +135,6 @@ class Text:
 
 
 NOT_ANSWERABLE = frozenset({"not answerable", "unanswerable", "none", "n/a", "no answer"})
-YES = frozenset({"yes", "true", "是", "是的", "对"})
-NO = frozenset({"no", "false", "否", "不是", "不对"})
 _EXPONENT_WRITTEN = re.compile(r"\d[eE][+-]?\d|\^|\\frac|/|×|\\times")
 _DECIMALS = re.compile(r"\d[\d,\u2009 ]*[.,](\d+)")
 # Its low bound is short: unbounded, each "between" of a long text scanned on to the text's end.
