@@ -39,6 +39,7 @@ import unicodedata
 from collections import deque
 from dataclasses import dataclass
 
+from .chat import SPECIAL_TOKENS
 from .numbers import ParsedNumber, last_number, parse_number
 
 __all__ = [
@@ -117,7 +118,10 @@ class ExtractedAnswer:
 
 
 _NONE = ExtractedAnswer(None, None, HOW_NO_ANSWER, False)
-_TEMPLATE_TOKENS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "</s>")
+# A chat template's tokens: the answer ends at the first one past its start (every family's, so that
+# no template leaves text after its end of turn to be read as the answer).
+_TEMPLATE_TOKENS = ("<|im_start|>", *SPECIAL_TOKENS)
+assert all(token.startswith("<") for token in _TEMPLATE_TOKENS)  # `_visible_part` looks for "<" first
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _BOX_TOKEN = re.compile(r"\\(?:boxed|fbox)\s*\{|(?<!\\)[{}]")
@@ -178,7 +182,7 @@ def _visible_part(text: str) -> str:
     close = text.rfind("</think>")
     if close >= 0 and text[close + 8 :].strip():
         text = text[close + 8 :]
-    for token in _TEMPLATE_TOKENS:
+    for token in _TEMPLATE_TOKENS if "<" in text else ():
         cut = text.find(token)
         if cut >= 0 and text[:cut].strip():  # a leading template token is not the end of the answer
             text = text[:cut]

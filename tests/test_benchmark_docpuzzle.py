@@ -92,6 +92,44 @@ def test_strict_takes_the_default_rules_and_counts_what_differs(tmp_path: Path) 
     assert summary["metrics"]["official_accuracy"] == sum(c["official"] for c in cases) / len(cases)
 
 
+def _puzzle(answer_line: str, gold: str = "天津") -> dict[str, Any]:
+    """A record whose checklist the response meets, so that only its answer decides."""
+    return {
+        "id": answer_line,
+        "question": "哪个城市的大豆油现货价格录入有误？",
+        "answer": gold,
+        "gold": gold,
+        "checklist": "必须说明天津价格6110元明显低于其他地区的6650至6790元",
+        "checklist_items": [6110, 6650, 6790],
+        "response": f"价格6110元，其他6650至6790元。\n\n{answer_line}",
+        "lang": "zh",
+        "domain": "finance",
+        "model": "m",
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "gold", "correct"),
+    [
+        ("答案：天津", "天津", True),
+        ("答案：天津市", "天津", True),  # names it: the judge's leniency
+        ("Answer: Tianjin", "天津", True),
+        ("Answer: Tian jin City", "天津", True),
+        ("答案：天津、北京、上海、广州", "天津", False),  # a list of cities names every one of them
+        ("Answer: Tianjin, Beijing, Shanghai or Guangzhou", "天津", False),
+        ("答案：天津或北京", "天津", False),
+        ("答案：不是天津", "天津", False),  # names it to deny it
+        ("Answer: not Tianjin", "天津", False),
+        ("Answer: Yes, it was met.", "yes", True),
+        ("Answer: Yes, but no, it was not met.", "yes", False),  # the first word taken back
+        ("Answer: No, it was not met.", "no", True),
+    ],
+)
+def test_the_lenient_rules_grant_no_hedge(tmp_path: Path, answer_line: str, gold: str, correct: bool) -> None:
+    lines, _ = _check(tmp_path, [_puzzle(answer_line, gold)])
+    assert lines[0]["correct"] is correct
+
+
 def test_what_the_checklist_parser_cannot_read_is_reported(tmp_path: Path) -> None:
     cases = _cases(EXTRA)
     lines, summary = _check(tmp_path, [c["record"] for c in cases])

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from potrun.extractors import ANSWER_HOWS, ExtractedAnswer, ParsedNumber, extract_answer, parse_number
+from potrun.extractors.chat import SPECIAL_TOKENS
 
 PEER_CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "peer-cases" / "peer_test_cases.jsonl"
 if not PEER_CASES.exists():  # fail loudly: a missing file must not turn into skipped tests
@@ -356,3 +357,10 @@ def test_a_whole_output_that_is_a_truth_word_is_its_answer(text: str) -> None:
 @pytest.mark.parametrize("text", ["Maybe", "No way", "Yes and no"])
 def test_a_whole_output_that_only_starts_with_a_truth_word_is_not(text: str) -> None:
     assert extract_answer(text).how != "whole"
+
+
+@pytest.mark.parametrize("token", ["<|im_start|>", *SPECIAL_TOKENS])
+def test_the_answer_ends_at_any_family_s_template_token(token: str) -> None:
+    # what follows a leaked end of turn is not the model's answer, whichever template leaked it
+    assert extract_answer(f"The answer is 73{token}The answer is 72").text == "73"
+    assert extract_answer(f"{token}The answer is 72").text == "72"  # a leading token ends nothing

@@ -55,6 +55,14 @@ _LATIN = re.compile(r"[^a-z0-9]+")
 _BREAKDOWNS = ("lang", "domain", "model")
 _TRUTH_FIRST = re.compile(r"\s*(yes|no|true|false|是的|是|不是|否)\b", re.I)
 # a last paragraph that names two answers ("答案可能是是，也可能是否") gives none
+# Beside the standard answer, another one listed ("天津、北京", "Tianjin or Beijing") or a negation
+# ("不是天津", "not Tianjin"). 和/及/与 are left out: they are inside names (和平区).
+_LISTS_OR_NEGATES = re.compile(r"[、,，;；/|]|或|不|没|非|未|否|\b(?:or|and|not|no|never|nor|neither|except)\b|n't\b")
+# After a first word yes (no), the words that take it back ("Yes... actually no, it was not met").
+_TAKES_BACK = {
+    True: re.compile(r"\b(?:no|not|false)\b|n't\b|不|否|没", re.I),
+    False: re.compile(r"\b(?:yes|true)\b|是的|对", re.I),
+}
 _HEDGE = re.compile(r"可能是.{0,60}?也可能是|可能是.{0,30}?还是|\beither\b.{0,60}?\bor\b|could be .{0,60}? or ", re.I)
 
 
@@ -234,7 +242,10 @@ def _judge_answer(answer: ExtractedAnswer, gold: Any, data: Mapping[str, Any], *
     form = _gold_form(gold)
     if isinstance(form, bool):  # "Yes, it was met": the answer's first word
         first = _TRUTH_FIRST.match(text or "")
-        return first is not None and compare(first.group(1), gold).correct
+        if first is None or not compare(first.group(1), gold).correct:
+            return False
+        return not _TAKES_BACK[form].search((text or "")[first.end() :])  # "Yes... actually no"
+
     if isinstance(form, Text):
         # an answer without a marker is read from the last number; a judge reads the last paragraph
         said = text if answer.how not in (HOW_LAST_NUMBER, HOW_NO_ANSWER) else _last_paragraph(data["response"])
@@ -264,10 +275,23 @@ def _last_paragraph(response: str) -> str:
 
 
 def _names(said: str, gold: str) -> bool:
-    """The answer names the standard text answer: contains it, or its pinyin when the answer is
-    written in Latin letters ("Tianjin" for 天津)."""
-    if norm_text(gold) in norm_text(said):
-        return True
+    """The answer names the standard text answer, and only it: contains it, or its pinyin when the
+    answer is written in Latin letters ("Tianjin" for 天津), and what else it says neither lists
+    another answer beside it nor negates it ("天津、北京", "not Tianjin": a hedge no judge grants)."""
+    rest = _rest_after_name(said, gold)
+    return rest is not None and not _LISTS_OR_NEGATES.search(rest)
+
+
+def _rest_after_name(said: str, gold: str) -> str | None:
+    """The answer's text without the standard answer (or its pinyin) in it, or None when it has none."""
+    norm_said, norm_gold = norm_text(said), norm_text(gold)
+    if norm_gold and norm_gold in norm_said:
+        return norm_said.replace(norm_gold, " ", 1)
     if not _CJK.search(gold) or _CJK.search(said):
-        return False
-    return _LATIN.sub("", _romanized(gold).lower()) in _LATIN.sub("", said.lower())
+        return None
+    letters = _LATIN.sub("", _romanized(gold).lower())
+    if not letters:
+        return None
+    spelled = re.compile(r"[^a-z0-9]*".join(map(re.escape, letters)))  # "Tian jin", "tian-jin"
+    found = spelled.search(said.lower())
+    return None if found is None else said.lower()[: found.start()] + " " + said.lower()[found.end() :]
