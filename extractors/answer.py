@@ -172,7 +172,7 @@ def extract_answer(text: str) -> ExtractedAnswer:
     lower = _lower(body)
     for rule in (_strong_marker, _chinese_marker, _answer_is, _hashes, _answer_colon, _state_literal, _leading_choice):
         found = rule(body, lower)
-        if found is not None:
+        if found is not None and found.text is not None:  # a marker with nothing after it marks nothing
             return found
     return _fallback(body)
 
@@ -322,6 +322,10 @@ def _span_after(text: str, pos: int) -> str:
     limit = min(len(text), pos + _MAX_SPAN_CHARS)
     while pos < limit and text[pos] in " \t*:=：":
         pos += 1
+    if text.startswith(("\n", "\r\n"), pos):  # "The answer is:\n72": one line break, not a paragraph
+        pos += 1 if text[pos] == "\n" else 2
+        while pos < limit and text[pos] in " \t*":
+            pos += 1
     for opener, closer in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$")):
         if text.startswith(opener, pos):
             end = text.find(closer, pos + len(opener), limit)

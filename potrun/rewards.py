@@ -100,14 +100,19 @@ atexit.register(close)
 
 def completion_text(completion: Any) -> str:
     """The model's output, without the chat template's special tokens at its ends: a string, or the
-    last message's content of a conversational completion (a string, or a list of content blocks
-    whose text blocks are joined by newlines, as vLLM's chat parser joins them)."""
+    content of a conversational completion's last assistant message (a string, or a list of content
+    blocks whose text blocks are joined by newlines, as vLLM's chat parser joins them). Messages of
+    other roles are not the model's answer: a multi-turn rollout that ends with a tool's output or a
+    user turn is scored on the model's last word before it; a message without a role counts as the
+    model's."""
     if isinstance(completion, str):
         return strip_special_tokens(completion)
     if isinstance(completion, Mapping):
         return _content_text(completion.get("content"))
-    if isinstance(completion, Sequence) and completion:
-        return completion_text(completion[-1])
+    if isinstance(completion, Sequence):
+        for message in reversed(completion):
+            if not isinstance(message, Mapping) or message.get("role", "assistant") == "assistant":
+                return completion_text(message)
     return ""
 
 

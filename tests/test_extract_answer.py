@@ -364,3 +364,17 @@ def test_the_answer_ends_at_any_family_s_template_token(token: str) -> None:
     # what follows a leaked end of turn is not the model's answer, whichever template leaked it
     assert extract_answer(f"The answer is 73{token}The answer is 72").text == "73"
     assert extract_answer(f"{token}The answer is 72").text == "72"  # a leading token ends nothing
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "how"),
+    [
+        ("The answer is: \n72", "72", "answer_is"),  # the answer on the marker's next line
+        ("Answer:\r\n**72**", "72", "answer_colon"),
+        ("I need to find what the answer is. Computing 48+24 = 72.", "72", "last_number"),  # nothing marked
+        ("The answer is:\n\nWe compute 5", "5", "last_number"),  # a paragraph later is not the marker's
+    ],
+)
+def test_a_marker_with_nothing_after_it_marks_nothing(text: str, answer: str, how: str) -> None:
+    found = extract_answer(text)
+    assert (found.text, found.how) == (answer, how)

@@ -90,3 +90,18 @@ def test_closed_at_exit() -> None:
     assert first == "[1.0]"
     for pid in map(int, pids.split()):
         assert not os.path.exists(f"/proc/{pid}") or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+@pytest.mark.parametrize(
+    ("completion", "text"),
+    [
+        ([{"role": "assistant", "content": "ans = 73"}], "ans = 73"),
+        ([{"role": "assistant", "content": "ans = 73"}, {"role": "user", "content": "ans = 72"}], "ans = 73"),
+        ([{"role": "assistant", "content": "call"}, {"role": "tool", "content": "ans = 72"}], "call"),
+        ([{"role": "user", "content": "ans = 72"}], ""),  # no word of the model's
+        ([{"content": "ans = 72"}], "ans = 72"),  # a message without a role is the model's
+        ({"role": "assistant", "content": [{"type": "text", "text": "ans = 72"}]}, "ans = 72"),
+    ],
+)
+def test_a_conversation_is_scored_on_the_model_s_last_message(completion: object, text: str) -> None:
+    assert rewards.completion_text(completion) == text
