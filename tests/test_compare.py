@@ -530,7 +530,16 @@ def test_pot(value: Any, gold: Any, options: dict[str, Any], expected: bool) -> 
         ("5", "5.0", True),  # a string gold is float()ed, as the CoT evaluator does
         (5, "five", False),
         (5, None, False),
-        ("__import__('os').system('true')", 0, True),  # never executed: "eval raised" -> 0
+        # never executed: text naming a builtin gets an object or runs code in the peer's eval (this one
+        # would run `true` and read its exit status 0); potrun matches it with nothing
+        ("__import__('os').system('true')", 0, False),
+        ("__import__('os')", 0, False),  # the peer: a module, compare_two_numbers raises, 0
+        ("abs", 0, False),
+        ("dict()", 0, False),
+        ("abc", 0, True),  # NameError: eval raised, normalize reads 0
+        ("[1][0]", 1, True),  # a subscript evaluates as in eval
+        ("math.pi", 3.14159, True),
+        ("1000", True, True),  # the CoT path float()s a bool gold: 1.0, a power-of-ten ratio
         ("9**9**9", 1, False),
         ("'a' * 10**9", 1, False),
     ],

@@ -12,7 +12,7 @@ from typing import Any
 
 from potrun.comparators.common import shown
 from potrun.comparators.preset import Preset
-from potrun.comparators.safe_eval import EvalFailed, safe_eval
+from potrun.comparators.safe_eval import EvalFailed, EvalGaveObject, safe_eval
 from potrun.types import Verdict
 
 __all__ = ["GOLD_TYPES", "PRESET"]
@@ -29,6 +29,7 @@ _SHORT_BEFORE = re.compile(r"[^-+\d]{1,2}((?:[\d,]*\.*\d+))$")
 _IS_NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})*|(\d+))(\.\d+)?$")
 _POW10 = re.compile(r"10\^(-?\d+)")
 _OPTION = re.compile(r"\([a-d]\)")
+_OBJECT = object()  # what the peer's eval gives for a builtin's name: no number, compare_two_numbers raises
 
 
 def _normalize(prediction: str) -> Any:
@@ -64,7 +65,9 @@ def _normalize(prediction: str) -> Any:
         p = "0"
     try:
         result = safe_eval(p)
-    except EvalFailed:
+    except EvalGaveObject:  # eval gave a builtin, a module...: compare_two_numbers raises, get_acc scores 0
+        result = _OBJECT
+    except EvalFailed:  # eval raised: `normalize` reads 0
         result = 0
     if isinstance(result, (set, tuple)):
         result = list(result)
@@ -113,23 +116,25 @@ def _judge_docmath(value: Any, gold: Any, *, cot: bool | None) -> Verdict:
     cot=None picks the peer's path from the value: a string is an extracted CoT answer
     (`normalize()`, and evaluation.py scores 0 when it contains "none"); anything else is an executed
     `solution()` result, converted with float(). A string gold is converted with float(), as the
-    CoT evaluator does; a gold must be int, float or bool (the peer asserts).
+    CoT evaluator does, and on that path a bool gold too (True is 1.0 there: "1000" matches it, by
+    the power-of-ten ratio); a gold must be int, float or bool (the peer asserts).
 
     Leniencies (PEERS.md 9, 4.1.1-2): absolute values are compared, so the sign never matters; any
     exact power-of-ten ratio matches (5 vs 50, 3.5 vs 3500000); x100, x1000, x100000 within 0.15%;
     both sides rounded *up* to 3 dp (1.2341 vs 1.234); 0.15% relative eps; a prediction that does
-    not evaluate becomes 0 (so "abc" matches gold 0); any text containing "True"/"False" is a bool;
+    not evaluate becomes 0 (so "abc" matches gold 0), one that evaluates to an object (a builtin's
+    name: "abs", "dict()", "__import__('os')") matches nothing; any text containing "True"/"False" is a bool;
     million/billion/thousand are deleted, not multiplied; True counts as 1. NaN matches any nonzero
     gold (max/min with NaN keep the gold). eval() is emulated for literals and arithmetic only.
     """
-    if isinstance(gold, str):
+    use_cot = isinstance(value, str) if cot is None else cot
+    if isinstance(gold, str) or (use_cot and isinstance(gold, bool)):  # evaluate_cot_pred_file: float(gt)
         try:
             gold = float(gold)
         except ValueError:
             return Verdict(False, "docmath: gold is not a number")
     if not (isinstance(gold, (int, float))):
         return Verdict(False, f"docmath: gold of type {type(gold).__name__} (the peer asserts int/float/bool)")
-    use_cot = isinstance(value, str) if cot is None else cot
     if use_cot and isinstance(value, str) and "none" in value.lower():
         return Verdict(False, "docmath: the extracted answer says none")
     try:

@@ -3,9 +3,11 @@
 Where a peer's scorer calls `eval()` on a model's answer (DocMath's `normalize`, LongDocURL's
 pipeline, the LaTeX evaluator's arithmetic), `safe_eval` gives what eval would give for literal and
 arithmetic text, and never runs anything else: literals, tuples/lists/sets/dicts, + - * / // % ** ^ &
-| << >>, unary + - ~, a few pure builtins (abs round min max sum int float) and `math` functions
-(pow sqrt exp log log10 floor ceil fabs). Anything else counts as "eval raised" (`EvalFailed`), as in
-the peer. Limits keep a hostile text from exhausting memory or time: at most 10,000 characters of
+| << >>, unary + - ~, subscripts by a constant ("[1][0]"), a few pure builtins (abs round min max sum
+int float), `math` functions (pow sqrt exp log log10 floor ceil fabs) and constants (pi e tau inf
+nan). Anything else counts as "eval raised" (`EvalFailed`), as in the peer, or, where the text names
+a builtin or `math` (which eval resolves), as "eval gave an object" (`EvalGaveObject`, a kind of
+EvalFailed). Limits keep a hostile text from exhausting memory or time: at most 10,000 characters of
 text or of a repeated sequence, integers of at most 100,000 bits, call arguments of at most 100
 characters.
 """
@@ -13,16 +15,23 @@ characters.
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 import operator
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EvalFailed", "safe_eval"]
+__all__ = ["EvalFailed", "EvalGaveObject", "safe_eval"]
 
 
 class EvalFailed(Exception):
     """The peer's eval() would have raised (or we refuse to compute it)."""
+
+
+class EvalGaveObject(EvalFailed):
+    """The peer's eval() would have given an object, not a value: the text names a builtin or
+    `math` ("abs", "dict()", "__import__('os')"), which eval resolves where we compute nothing. A
+    scorer that tells it from a raise (DocMath: eval raised -> 0; an object -> no match) can."""
 
 
 _MAX_EVAL_CHARS = 10_000
@@ -65,6 +74,21 @@ _MATH: dict[str, Callable[..., Any]] = {
     "ceil": math.ceil,
     "fabs": math.fabs,
 }
+
+
+_PYTHON_BUILTINS = frozenset(dir(builtins))  # what a bare name resolves to in the peer's eval
+
+
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
+
+
+def _unevaluated(node: ast.AST) -> EvalFailed:
+    """Why we compute nothing for `node`: the peer's eval would give an object where the text names a
+    builtin or `math` (`EvalGaveObject`), and would raise (NameError...) otherwise."""
+    names = (n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    if any(name in _PYTHON_BUILTINS or name == "math" for name in names):
+        return EvalGaveObject(type(node).__name__)
+    return EvalFailed(type(node).__name__)
 
 
 def _check_size(x: Any) -> Any:
@@ -133,12 +157,19 @@ def safe_eval(text: str, *, calls: bool = True) -> Any:
             ):
                 f = _MATH[fn.attr]
             else:
-                raise EvalFailed("call")
+                raise _unevaluated(node)
             args = [ev(a) for a in node.args]
             if any(isinstance(a, str) and len(a) > 100 for a in args):
                 raise EvalFailed("long argument")
             return _check_size(f(*args))
-        raise EvalFailed(type(node).__name__)
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):  # "[1][0]"
+            container, key = ev(node.value), node.slice.value
+            if isinstance(container, (list, tuple, str, dict)) and isinstance(key, (int, str)):
+                return container[key]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math":
+            if node.attr in _MATH_CONSTANTS:  # "math.pi"
+                return _MATH_CONSTANTS[node.attr]
+        raise _unevaluated(node)
 
     try:
         return ev(tree.body)
