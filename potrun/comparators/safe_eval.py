@@ -82,6 +82,15 @@ _PYTHON_BUILTINS = frozenset(dir(builtins))  # what a bare name resolves to in t
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
 
 
+def _is_math_constant(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "math"
+        and node.attr in _MATH_CONSTANTS
+    )
+
+
 def _unevaluated(node: ast.AST) -> EvalFailed:
     """Why we compute nothing for `node`: the peer's eval would give an object where the text names a
     builtin or `math` (`EvalGaveObject`), and would raise (NameError...) otherwise."""
@@ -166,9 +175,8 @@ def safe_eval(text: str, *, calls: bool = True) -> Any:
             container, key = ev(node.value), node.slice.value
             if isinstance(container, (list, tuple, str, dict)) and isinstance(key, (int, str)):
                 return container[key]
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math":
-            if node.attr in _MATH_CONSTANTS:  # "math.pi"
-                return _MATH_CONSTANTS[node.attr]
+        if _is_math_constant(node):  # "math.pi"
+            return _MATH_CONSTANTS[node.attr]  # type: ignore[attr-defined]
         raise _unevaluated(node)
 
     try:
