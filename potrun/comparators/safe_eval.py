@@ -173,8 +173,8 @@ def safe_eval(text: str, *, calls: bool = True) -> Any:
             return _check_size(f(*args))
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):  # "[1][0]"
             container, key = ev(node.value), node.slice.value
-            if isinstance(container, (list, tuple, str, dict)) and isinstance(key, (int, str)):
-                return container[key]
+            if isinstance(container, dict) or (isinstance(container, (list, tuple, str)) and isinstance(key, int)):
+                return container[key]  # an IndexError or KeyError is eval's raise
         if _is_math_constant(node):  # "math.pi"
             return _MATH_CONSTANTS[node.attr]  # type: ignore[attr-defined]
         raise _unevaluated(node)
