@@ -173,8 +173,10 @@ def safe_eval(text: str, *, calls: bool = True) -> Any:
             return _check_size(f(*args))
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):  # "[1][0]"
             container, key = ev(node.value), node.slice.value
-            if isinstance(container, dict) or (isinstance(container, (list, tuple, str)) and isinstance(key, int)):
-                return container[key]  # an IndexError or KeyError is eval's raise
+            if isinstance(container, dict):
+                return container[key]  # a KeyError is eval's raise
+            if isinstance(container, (list, tuple, str)) and isinstance(key, int):
+                return container[key]  # an IndexError too
         if _is_math_constant(node):  # "math.pi"
             return _MATH_CONSTANTS[node.attr]  # type: ignore[attr-defined]
         raise _unevaluated(node)
