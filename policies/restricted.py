@@ -430,7 +430,7 @@ class Guards:
         module = __import__(name, None, None, fromlist or (), 0)
         self.imported.add(name.partition(".")[0])
         if name.partition(".")[0] == "sympy":
-            close_sympy_code_generation()
+            close_sympy_escape_hatches()
         if not fromlist:
             return module
         selected = types.ModuleType(module.__name__)
@@ -799,7 +799,7 @@ def _refuse_active(rule: str, message: str) -> PolicyViolation:
 _sympy_closed = False
 
 
-def close_sympy_code_generation() -> None:
+def close_sympy_escape_hatches() -> None:
     """sympy runs code it makes from strings: parse_expr() eval()s a string (sympify, and every
     function given a string, reach it), and lambdify() exec()s source printed from an expression, in
     which a symbol or function name is printed as written (nsolve, Sum.evalf and CRootOf.evalf call
@@ -807,12 +807,28 @@ def close_sympy_code_generation() -> None:
     sympy's own classes whose names are plain identifiers. Both are replaced in every sympy module
     that holds them, once per process (3 ms here): a worker of the restricted policy may call this
     once it has imported sympy, and its forks inherit it; refusals go to the Guards whose program
-    runs (`begin()`). A process that runs trusted programs must not call it."""
+    runs (`begin()`). A process that runs trusted programs must not call it.
+
+    And sympy makes classes from a namespace it is given: Function(name, bases, namespace) passes
+    them on to its metaclass, UndefinedFunction, which is three-argument type() (a class whose
+    namespace no transformer checked: `__array_interface__` there gave numpy arrays over any
+    address). Its constructor is replaced by one that takes a name and keyword options only (their
+    names are checked like every name: no underscore)."""
     global _sympy_closed
     if _sympy_closed:
         return
     import sympy.parsing.sympy_parser as parser
     import sympy.utilities.lambdify  # noqa: F401  (the package attribute of that name is the function)
+    from sympy.core.function import UndefinedFunction
+
+    original_new = UndefinedFunction.__new__
+
+    def undefined_function(mcl: type, name: Any, *rest: Any, **kwargs: Any) -> Any:
+        if rest or "bases" in kwargs or "__dict__" in kwargs:
+            raise _refuse_active("forbidden_call", "sympy.Function with bases or a namespace is not allowed")
+        return original_new(mcl, name, **kwargs)
+
+    UndefinedFunction.__new__ = staticmethod(undefined_function)
 
     lambdify_module = sys.modules["sympy.utilities.lambdify"]
 

@@ -26,6 +26,8 @@ Each container is created with (see `container_options`):
                                     the container's OOM killer takes the program, not the worker; a
                                     negative score for the worker would need CAP_SYS_RESOURCE, which
                                     this machine's engine lacks)
+    ipc_mode="private"              SysV shared memory and queues of its own (the worker cannot empty
+                                    them between programs here: that needs CAP_SYS_ADMIN)
     labels                          potrun.sandbox=1, potrun.session=<uuid>, potrun.pid, potrun.host
     log_config none                 the frames are not written to the engine's log files on the host
     environment                     PYTHONHASHSEED=<hash_seed>
@@ -195,6 +197,7 @@ def container_options(
         "cap_drop": ["ALL"],
         "cap_add": list(RUNNER_CAPABILITIES),
         "security_opt": ["no-new-privileges"],
+        "ipc_mode": "private",  # SysV objects of its own, never the host's or another container's
         "user": CONTAINER_USER,
         "labels": {
             SANDBOX_LABEL: "1",

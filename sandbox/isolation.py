@@ -25,6 +25,7 @@ from typing import Any
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 0x400, 0x800, 0x1000, 0x4000, 0x40000, 0x200000
 MOUNT_OPTIONS = {
@@ -88,6 +89,44 @@ class Capabilities:
 
     def to_dict(self) -> dict[str, bool]:
         return asdict(self)
+
+
+def unshare_ipc() -> bool:
+    """Move this process (and its future children) into a new IPC namespace: SysV shared memory,
+    semaphores and message queues a program makes vanish with the namespace, and it sees none of the
+    host's. Needs CAP_SYS_ADMIN (root, or a user namespace of its own); False where refused."""
+    return bool(_libc.unshare(CLONE_NEWIPC) == 0)
+
+
+_IPC_KINDS = ("shm", "sem", "msg")
+_IPC_RMID = 0
+
+
+def remove_ipc_objects() -> int:
+    """Remove every SysV shared memory segment, semaphore set and message queue of this IPC
+    namespace (the worker's own, `unshare_ipc`), so that none outlives the program that made it: the
+    worker runs one program at a time, and calls this when one ends. Returns how many it removed.
+    (A namespace per program would do it too, at ~145 us per fork here; this costs three reads.)"""
+    removed = 0
+    for kind in _IPC_KINDS:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as listing:
+                rows = listing.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 2 or not fields[1].isdigit():
+                continue
+            ident = int(fields[1])
+            if kind == "shm":
+                done = _libc.shmctl(ident, _IPC_RMID, None)
+            elif kind == "sem":
+                done = _libc.semctl(ident, 0, _IPC_RMID)
+            else:
+                done = _libc.msgctl(ident, _IPC_RMID, None)
+            removed += done == 0
+    return removed
 
 
 def unshare_network() -> bool:

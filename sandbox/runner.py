@@ -65,6 +65,9 @@ NO_ENTRY = (
     f"no answer: no {'/'.join(f'{name}()' for name in ENTRY_FUNCTIONS)}, {'/'.join(ENTRY_VARIABLES)} or printed line"
 )
 COMPILE_CACHE_SIZE = 4096
+# ...and the characters of source it keeps: the cache lives outside any program's limits, in the memory
+# cgroup the worker's forks share (4,000 programs of 48 KB held ~400 MB there and starved them).
+COMPILE_CACHE_CHARS = 4 << 20
 RECURSION_DEPTH = 980  # frames a program may nest (Python's default limit, less what a runner used to take)
 PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
 # A warm runner's RLIMIT_CPU, in CPU limits: only a backstop behind the exact CPU timer (a pure program
@@ -195,6 +198,7 @@ class Runner:
         self.guards = Guards(policy) if policy is not None and policy.restricted else None
         # source -> (code, transformed by RestrictedPython, why the warm tier refuses it or None)
         self._compiled: OrderedDict[str, tuple[types.CodeType, bool, str | None]] = OrderedDict()
+        self._compiled_chars = 0
         # A fork's copy keeps the one program compiled ahead for it; the worker keeps no more.
         self._cache_size = COMPILE_CACHE_SIZE if self.warm else 1
         self._threads = threading.active_count()
@@ -357,8 +361,11 @@ class Runner:
             else:
                 cached = compile_restricted_program(source), True, None
             self._compiled[source] = cached
-            if len(self._compiled) > self._cache_size:
-                self._compiled.popitem(last=False)
+            self._compiled_chars += len(source)
+            while len(self._compiled) > 1 and (
+                len(self._compiled) > self._cache_size or self._compiled_chars > COMPILE_CACHE_CHARS
+            ):
+                self._compiled_chars -= len(self._compiled.popitem(last=False)[0])
         return cached
 
     def _namespace(self, sink: OutputSink, transformed: bool) -> dict[str, Any]:

@@ -179,6 +179,9 @@ class Worker:
         self.host_pid = host_pid or os.getpid()
         self.pid_namespace = pid_namespace
         self.network_isolated = isolation.unshare_network()
+        # SysV shared memory, semaphores and queues: the worker's own namespace, emptied after each forked
+        # program (`remove_ipc_objects`), so that none is the host's, another worker's or a later program's.
+        self.ipc_isolated = isolation.unshare_ipc()
         self.subreaper = isolation.set_subreaper()
         # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
         self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 2)
@@ -467,6 +470,8 @@ class Worker:
         finally:
             self._clean_strays()
             _remove_directory(scratch)
+            if self.ipc_isolated:
+                isolation.remove_ipc_objects()
 
     def _forked_answer(self, body: bytes, request: RunRequest, peak: float | None) -> bytes:
         """A fork's answer, as potrun gets it: whatever bytes the fork wrote, only this request's result
@@ -875,11 +880,56 @@ def _remove_directory(path: str) -> None:
 
 
 def _remove_tree(path: str) -> None:
-    # shutil is imported only here, when a program left files: it imports zlib, bz2 and lzma, whose
-    # memory areas every fork would otherwise copy.
-    import shutil
+    """Remove what a program left, however deep: one directory open at a time, entries by name, no
+    recursion (shutil.rmtree recursed into a RecursionError on 3,000 nested folders, which ended the
+    worker; a path that deep is also past PATH_MAX). Each folder is read once. What cannot be removed
+    stays (`_own_directory` then refuses to reuse the name)."""
+    try:
+        fd = os.open(path, _DIRECTORY_FLAGS)
+    except OSError:
+        return
+    try:
+        pending = [_clear_files(fd)]  # per open level: its subfolders still to remove
+        names: list[str] = []  # each level's name in the level above
+        while True:
+            if pending[-1]:
+                name = pending[-1].pop()
+                child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                names.append(name)
+                pending.append(_clear_files(fd))
+                continue
+            pending.pop()
+            if not names:
+                break
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(names.pop(), dir_fd=fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
-    shutil.rmtree(path, ignore_errors=True)
+
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _clear_files(fd: int) -> list[str]:
+    """Unlink every entry of the open folder `fd` that is not a folder; return the folders' names."""
+    folders = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    return folders
 
 
 def _build_minimal_root(staging: str) -> bool:

@@ -360,3 +360,88 @@ def test_process_worker_reports_its_boundary() -> None:
         pytest.skip("not root: the boundary's mechanisms are off, and the hello says so")
     for name in ("minimal_root", "pid_namespace", "memory_cgroup", "non_dumpable", "seccomp"):
         assert capabilities.get(name) is True, f"{name}: {capabilities}"
+
+
+# ------------------------------------------------------------------- SysV IPC outlives no program
+
+_SHM_HELPER = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+key, mode = int(sys.argv[1]), sys.argv[2]
+shmid = libc.shmget(key, 4096, (0o1000 | 0o600) if mode == "w" else 0o600)
+if shmid < 0:
+    print("no segment")
+    raise SystemExit
+addr = libc.shmat(shmid, None, 0)
+if mode == "w":
+    ctypes.memmove(addr, b"LEFT BY AN EARLIER PROGRAM\0", 27)
+    print("wrote")
+else:
+    print(ctypes.string_at(addr).decode())
+"""
+
+
+def _shm_program(key: int, mode: str) -> str:
+    # a child process: the trusted runner's audit hook is the runner's, not its children's
+    return (
+        "import subprocess, sys\n"
+        f"out = subprocess.run([sys.executable, '-c', {_SHM_HELPER!r}, '{key}', '{mode}'], capture_output=True, text=True)\n"
+        "ans = (out.stdout + out.stderr).strip()[-200:]\n"
+    )
+
+
+def _host_shm_keys() -> set[int]:
+    rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(row.split()[0]) for row in rows if row.split()}
+
+
+def test_a_sysv_segment_outlives_neither_its_program_nor_reaches_the_host() -> None:
+    """A SysV shared memory segment is a channel to later programs, and memory charged to the worker
+    after its program ended (red team, session 13: on the host's IPC namespace it outlived potrun).
+    The process backend's worker has an IPC namespace of its own and empties it after each forked
+    program. (A container has its own, private one; its worker lacks the capability to empty it
+    between programs: the process backend is the one this test can hold to it.)"""
+    key = 0x504F5452
+    with Sandbox("process", policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S) as box:
+        wrote, read = box.run_many([_shm_program(key, "w"), _shm_program(key, "r")])
+        assert (wrote.status, wrote.value) == (Status.OK, "wrote"), describe(wrote)
+        assert (read.status, read.value) == (Status.OK, "no segment"), describe(read)
+        assert key not in _host_shm_keys()
+
+
+DEEP_TREE = "import os\nfor _ in range(3000):\n    os.mkdir('a')\n    os.chdir('a')\nans = 1"
+
+
+def test_a_tree_too_deep_for_shutil_does_not_cost_the_worker(backend: str) -> None:
+    """3,000 nested folders in a program's scratch: shutil.rmtree recursed into a RecursionError that
+    ended the worker, and the program and every one queued behind it came back sandbox_error (red
+    team, session 13). The worker removes such a tree with `rm -rf`, and goes on."""
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S) as box:
+        deep, after, victim = box.run_many([DEEP_TREE, DEEP_TREE, "ans = 42"])
+        for result in (deep, after):
+            assert (result.status, result.value, result.attempts) == (Status.OK, 1, 1), describe(result)
+        assert (victim.status, victim.value, victim.attempts) == (Status.OK, 42, 1), describe(victim)
+        assert box.workers_replaced == 0
+
+
+def test_the_worker_removes_any_tree_and_follows_no_link(tmp_path: Path) -> None:
+    from potrun.sandbox.worker import _remove_tree
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    tree = tmp_path / "scratch"
+    deep = tree
+    for _ in range(300):  # deep (a path of 3,000 would need chdir: os.makedirs takes whole paths)
+        deep = deep / "a"
+    deep.mkdir(parents=True)
+    (deep / "file").write_text("x")
+    for k in range(200):  # wide
+        (tree / f"d{k}").mkdir()
+        (tree / f"d{k}" / "f").write_text("x")
+    (tree / "link").symlink_to(outside)
+    (deep / "link").symlink_to(outside / "keep")
+    _remove_tree(str(tree))
+    assert not tree.exists()
+    assert (outside / "keep").read_text() == "x"

@@ -56,6 +56,39 @@ def _c(id: str, source: str, expect: tuple[str, ...] = PV, value: Any = None) ->
 TOUCH = "open('MARKER', 'w').write('x')"
 OS_TOUCH = "os.system('touch MARKER')"
 
+# The red team's whole exploit (session 13): a class made through sympy.Function's namespace with
+# __array_interface__ reads and writes memory; it then swaps a program function's builtins for the
+# real ones (CPython 3.11 struct offsets) and imports os. The policy must stop its first step.
+SYMPY_MEMORY_ESCAPE = """
+import sympy
+import numpy as np
+iface = {"shape": (1,), "typestr": "<u8", "data": (0, False), "version": 3}
+Mem = sympy.Function("Mem", (object,), {"__array_interface__": iface})
+m = Mem()
+def peek(addr):
+    iface["data"] = (addr, False)
+    return int(np.asarray(m)[0])
+def poke(addr, value):
+    iface["data"] = (addr, False)
+    a = np.asarray(m)
+    a[0] = value
+def address(fn):
+    return int(str(fn).split(" at ")[1].rstrip(">"), 16)
+def holder(a=len):
+    return a
+def payload():
+    imp = getattr(getattr(len, "__self__"), "__import__")
+    imp("os").system("touch MARKER")
+    return "ESCAPED"
+tup = peek(address(holder) + 56)
+len_addr = peek(tup + 24)
+bmod = peek(len_addr + 24)
+bdict = peek(bmod + 16)
+poke(bdict, peek(bdict) + 100)
+poke(address(payload) + 24, bdict)
+ans = payload()
+"""
+
 CASES = [
     # ---- 1. library functions that work on attribute names given as strings -------------------------
     _c(
@@ -177,6 +210,39 @@ CASES = [
     _c(
         "sympy-function-dunder-kwargs",
         "import sympy\nf = sympy.Function('f', **{'__getattribute__': lambda *a: 1})\nans = 'ESCAPED'",
+    ),
+    # Function(name, bases, namespace) is three-argument type() through sympy's metaclass: a namespace
+    # with __array_interface__ gave numpy arrays over any address, then the real builtins (red team,
+    # session 13; the whole exploit is the next row but one)
+    _c(
+        "sympy-function-positional-namespace",
+        "import sympy\nM = sympy.Function('M', (object,), {'__array_interface__': {'data': (0, False)}})\n"
+        "ans = 'ESCAPED'",
+    ),
+    _c("sympy-function-bases-keyword", "import sympy\nM = sympy.Function('M', bases=(object,))\nans = 'ESCAPED'"),
+    _c(
+        "sympy-function-namespace-built-at-run-time",
+        "import sympy\nd = {}\nd['_' * 2 + 'array_interface' + '_' * 2] = 1\n"
+        "M = sympy.Function('M', (object,), d)\nans = 'ESCAPED'",
+    ),
+    _c("sympy-function-memory-then-builtins", SYMPY_MEMORY_ESCAPE),
+    _c(
+        "sympy-function-name-only",
+        "import sympy\nf = sympy.Function('f')\nx = sympy.Symbol('x')\nans = str(f(x))",
+        ("ok",),
+        "f(x)",
+    ),
+    _c(
+        "sympy-function-assumptions",
+        "import sympy\nf = sympy.Function('f', real=True)\nans = str(f(1).is_real)",
+        ("ok",),
+        "True",
+    ),
+    _c(
+        "sympy-symbols-of-functions",
+        "import sympy\nf, g = sympy.symbols('f g', cls=sympy.Function)\nans = str(f(1) + g(2))",
+        ("ok",),
+        "f(1) + g(2)",
     ),
     _c("dunder-in-class-body", "class A:\n    __array_interface__ = {'data': (0, False)}\nans = 'ESCAPED'"),
     _c(
