@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from potrun.cli import main as cli_main
 from potrun.comparators import PRESETS, compare, compare_many, longdocurl_score, parse_range
 from potrun.types import UsageError, Verdict
 
@@ -716,3 +717,30 @@ def test_every_preset_gives_a_verdict_on_odd_data(preset: str) -> None:
 def test_nan_never_equal_under_the_default() -> None:
     for gold in ODD_GOLDS:
         assert not compare(math.nan, gold).correct
+
+
+@pytest.mark.parametrize("preset", sorted(set(PRESETS) - {"math"}))
+@pytest.mark.parametrize(
+    "value",
+    ["1" * 5000 + " x!", "0x" + "f" * 5000, "10**5000", "9" * 5000, "(" * 300 + "1" + ")" * 300, 10**5000],
+    ids=["digits-then-text", "hex", "power", "digits", "parentheses", "int"],
+)
+def test_no_value_makes_a_preset_raise(preset: str, value: Any) -> None:
+    # red team, session 13: tatqa and longdocurl raised ValueError (str() of an int past 4,300 digits),
+    # which ended `potrun check` and a whole batch of rewards; any data gives a verdict
+    verdict = compare(value, 42, preset=preset)
+    assert verdict.correct is False and isinstance(verdict.reason, str)
+
+
+def test_an_answer_past_str_s_digits_is_written_whole(tmp_path: Path) -> None:
+    """LongDocURL evaluates a concise answer: `10**5000` was a 5,001-digit int that json.dumps could
+    not write, and the run ended with nothing written. Now it stays text; the next record is scored."""
+    records = [
+        {"answer": 5, "answer_format": "Integer", "concise_answer": "10**5000", "id": "a"},
+        {"answer": 5, "answer_format": "Integer", "concise_answer": "5", "id": "b"},
+    ]
+    preds, out = tmp_path / "ldu.jsonl", tmp_path / "out.jsonl"
+    preds.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert cli_main(["check", str(preds), "--benchmark", "longdocurl", "--out", str(out), "--quiet"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["correct"] for line in lines] == [False, True]

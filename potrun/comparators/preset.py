@@ -45,4 +45,10 @@ class Preset:
             answer = gsm8k_gold(gold)
             if answer is not None:
                 gold = self.gsm8k_answer(answer)
-        return self.judge(value, gold, **{**self.defaults, **options})
+        try:
+            return self.judge(value, gold, **{**self.defaults, **options})
+        except UsageError:
+            raise
+        except Exception as exc:  # any data gives a verdict: a value no rule of the preset could read
+            # (an int past str()'s 4,300 digits, say) is judged wrong, and the run goes on
+            return Verdict(False, f"{self.name}: not judged ({type(exc).__name__}: {str(exc)[:200]})")

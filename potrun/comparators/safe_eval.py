@@ -8,7 +8,7 @@ int float), `math` functions (pow sqrt exp log log10 floor ceil fabs) and consta
 nan). Anything else counts as "eval raised" (`EvalFailed`), as in the peer, or, where the text names
 a builtin or `math` (which eval resolves), as "eval gave an object" (`EvalGaveObject`, a kind of
 EvalFailed). Limits keep a hostile text from exhausting memory or time: at most 10,000 characters of
-text or of a repeated sequence, integers of at most 100,000 bits, call arguments of at most 100
+text or of a repeated sequence, integers of at most 14,000 bits (what str() prints), call arguments of at most 100
 characters.
 """
 
@@ -35,7 +35,7 @@ class EvalGaveObject(EvalFailed):
 
 
 _MAX_EVAL_CHARS = 10_000
-_MAX_INT_BITS = 100_000
+_MAX_INT_BITS = 14_000  # an int str() can still print (4,300 digits): a result must be writable as JSON
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
