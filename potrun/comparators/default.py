@@ -105,7 +105,14 @@ class DefaultOptions:
     def from_options(cls, options: Mapping[str, Any]) -> DefaultOptions:
         """The options as a caller gave them, each of its default's type (1 becomes True, 0 a float)."""
         defaults = cls()
-        return cls(**{f.name: type(getattr(defaults, f.name))(options[f.name]) for f in fields(cls)})
+        values = {}
+        for f in fields(cls):
+            kind = type(getattr(defaults, f.name))
+            try:
+                values[f.name] = kind(options[f.name])
+            except (TypeError, ValueError):
+                raise UsageError(f"option {f.name}={options[f.name]!r}: not a {kind.__name__}") from None
+        return cls(**values)
 
 
 DEFAULTS = DefaultOptions()
