@@ -51,7 +51,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import potrun.sandbox
-from potrun.sandbox.docker import DEFAULT_IMAGE, SANDBOX_LABEL
+from potrun.sandbox.docker import CODE_LABEL, DEFAULT_IMAGE, SANDBOX_LABEL, code_fingerprint
 from potrun.types import ImageBuildError, SandboxUnavailable
 
 DEFAULT_BASE = "python:3.12-slim"  # Dockerfile.sandbox's own default for ARG BASE
@@ -413,6 +413,8 @@ def build_image(
             tag,
             "--label",
             f"{SANDBOX_LABEL}.python={python_version}",
+            "--label",
+            f"{CODE_LABEL}={code_fingerprint()}",  # require_image refuses an image of other code
         ]
         if base:
             cmd += ["--build-arg", f"BASE={base}"]

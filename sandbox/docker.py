@@ -77,6 +77,7 @@ import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from potrun.sandbox.isolation import SCRATCH_MB, process_alive
@@ -141,14 +142,54 @@ def connect(timeout: float = API_TIMEOUT_S) -> Any:
 
 
 def require_image(client: Any, image: str) -> Any:
-    """The image object; SandboxUnavailable when the engine does not have it."""
+    """The image object; SandboxUnavailable when the engine does not have it, or when it holds other
+    code than this potrun's (`CODE_LABEL`): a worker or policy from before a fix would run silently."""
     docker = docker_module()
     try:
-        return client.images.get(image)
+        found = client.images.get(image)
     except docker.errors.ImageNotFound:
         raise SandboxUnavailable(f"the sandbox image {image} is not present: {BUILD_HINT}") from None
     except docker.errors.APIError as exc:
         raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}") from None
+    built_from = (found.labels or {}).get(CODE_LABEL)
+    if built_from != code_fingerprint():
+        held = "a potrun that did not label its code" if built_from is None else f"other code ({built_from[:12]})"
+        raise SandboxUnavailable(
+            f"the sandbox image {image} was built from {held}, not this potrun's ({code_fingerprint()[:12]}): "
+            f"its worker and policies would not be these; {BUILD_HINT}"
+        )
+    return found
+
+
+# The modules that run in the image (the worker, its runners, the policies), as a digest of their source
+# files here: `potrun image build` labels the image with it, and `require_image` compares.
+CODE_LABEL = "potrun.code"
+_IMAGE_PACKAGES = ("potrun.sandbox", "potrun.policies")
+_IMAGE_MODULES = ("potrun", "potrun.types")
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """SHA-256 of the source of what runs in the sandbox image, by module name (the same for a wheel
+    and for an editable install of the same files)."""
+    import hashlib
+    import importlib.util
+
+    files: dict[str, Path] = {}
+    for name in _IMAGE_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.submodule_search_locations is not None
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for path in root.rglob("*.py"):
+            files[".".join((name, *path.relative_to(root).with_suffix("").parts))] = path
+    for name in _IMAGE_MODULES:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None
+        files[name] = Path(spec.origin)
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name].read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 # ------------------------------------------------------------------------ the registry's entry points

@@ -242,3 +242,52 @@ def test_image_is_labelled_and_runs_the_worker(sandbox_image):
     label, user, cmd = proc.stdout.strip().split(" ", 2)
     assert (label, user) == ("1", "10001")
     assert cmd == '["python3","-s","-P","-m","potrun.sandbox.worker"]'
+
+
+class _Image:
+    def __init__(self, labels: dict[str, str] | None) -> None:
+        self.labels = labels
+
+
+class _Images:
+    def __init__(self, labels: dict[str, str] | None) -> None:
+        self._image = _Image(labels)
+
+    def get(self, name: str) -> _Image:
+        return self._image
+
+
+class _Client:
+    def __init__(self, labels: dict[str, str] | None) -> None:
+        self.images = _Images(labels)
+
+
+@pytest.mark.parametrize("labels", [None, {}, {"potrun.code": "0" * 64}], ids=["none", "unlabelled", "other-code"])
+def test_an_image_of_other_code_is_refused_with_the_fix(labels: dict[str, str] | None) -> None:
+    # a worker or policy from before a fix would otherwise run without a word (session 13: the image
+    # of the morning ran the policy the red team escaped, after the fix had landed)
+    from potrun.sandbox.docker import require_image
+
+    with pytest.raises(SandboxUnavailable, match="potrun image build"):
+        require_image(_Client(labels), "potrun-sandbox:latest")
+
+
+def test_an_image_of_this_code_is_taken() -> None:
+    from potrun.sandbox.docker import CODE_LABEL, code_fingerprint, require_image
+
+    client = _Client({CODE_LABEL: code_fingerprint()})
+    assert require_image(client, "potrun-sandbox:latest") is client.images.get("x")
+
+
+def test_the_fingerprint_covers_the_worker_and_the_policies() -> None:
+    from potrun.sandbox import docker
+
+    fingerprint = docker.code_fingerprint()
+    assert re.fullmatch(r"[0-9a-f]{64}", fingerprint)
+    docker.code_fingerprint.cache_clear()
+    try:
+        names = set(docker._IMAGE_PACKAGES) | set(docker._IMAGE_MODULES)
+        assert {"potrun.sandbox", "potrun.policies", "potrun.types"} <= names
+        assert docker.code_fingerprint() == fingerprint  # the same files, the same digest
+    finally:
+        docker.code_fingerprint.cache_clear()
