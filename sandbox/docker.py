@@ -50,7 +50,8 @@ Inside the container the worker is root with only RUNNER_CAPABILITIES: it cannot
 namespace (there is no network to hide: `--network none`), nor a PID namespace (the container is one: the
 worker is its init, and nothing outlives it), nor create a pids or memory cgroup (the container's own
 limits are the cap; the worker sees the pids limit and sets no RLIMIT_NPROC, and tells the container's
-OOM kills apart as `memory_limit`). It runs its programs as another uid (UID_BASE + 1), and is
+OOM kills apart as `memory_limit`). It runs its programs as other uids (UID_BASE + 1, and for forks
+UID_BASE + 1 + FORK_UID_OFFSET), and is
 non-dumpable: a program can neither open the worker's /proc entries (its stdout, the stream to potrun;
 its memory) nor ptrace it. Its hello reports exactly that.
 

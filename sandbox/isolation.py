@@ -47,6 +47,10 @@ PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 47, 2
 CAPABILITY_VERSION_3 = 0x20080522
 CAP_DAC_READ_SEARCH = 2  # read any file and search any directory; write nothing more
 UID_BASE = 1_800_000_000  # runners drop to UID_BASE + their worker's pid: no two live workers share one
+# ...and a worker's forks to that plus this (above any pid): a fork shares no uid with the warm runner
+# that waits while it runs, so it can neither signal it (a SIGSTOP had the next program time out) nor
+# write its folder (a note there reached later programs).
+FORK_UID_OFFSET = 1 << 22
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 FILE_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a program may write to one file
 MAX_FD = 4096  # a runner closes the worker's descriptors up to here (the worker holds a few, all low)
@@ -401,7 +405,8 @@ class RunnerEntry:
     per runner: Python run for the first time in a fresh fork pays a page fault for nearly every object
     it touches (~3 us each, copied), so every line here costs every program.
 
-    `uid`: the unprivileged uid runners switch to (None: they keep the worker's). `read_anything`:
+    `uid`: the unprivileged uid warm runners switch to, forks to `fork_uid` (None: they keep the
+    worker's). `read_anything`:
     they keep one capability, CAP_DAC_READ_SEARCH (also across exec), where Python is not readable by
     other users (it lives under /root) and `open_paths_to_others` could not cover the way to it: reading
     is all it allows. `max_processes` is enforced by a pids cgroup where the worker has one
@@ -414,6 +419,7 @@ class RunnerEntry:
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
         self.uid = uid
+        self.fork_uid = uid + FORK_UID_OFFSET if uid is not None else None
         self.read_anything = read_anything and uid is not None
         self.processes_capped = processes_capped
         # capset's arguments, made here: the fork only passes them
@@ -438,12 +444,13 @@ class RunnerEntry:
             # (soft = hard: past it the kernel sends SIGKILL, which no trusted program can ignore)
             soft, _ = cpu_limit(0.0, limits["timeout_s"], self.cpu_hard)
             resource.setrlimit(resource.RLIMIT_CPU, (soft, soft))
-        if self.uid is not None:
+        uid = self.fork_uid if fork else self.uid
+        if uid is not None:
             os.setgroups(())
-            os.setresgid(self.uid, self.uid, self.uid)
+            os.setresgid(uid, uid, uid)
             if self.read_anything:
                 _libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
-            os.setresuid(self.uid, self.uid, self.uid)
+            os.setresuid(uid, uid, uid)
             if self.read_anything and (
                 _libc.capset(*self._capabilities) != 0
                 or _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_DAC_READ_SEARCH, 0, 0) != 0

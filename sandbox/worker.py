@@ -226,7 +226,7 @@ class Worker:
         # same write cost ~80 us of page faults (6-20% of a fork's programs/s here).
         self._raise_oom_score = self.memory is not None and self.oom_protected
         self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
-        self.warm_scratch = self._own_directory("warm")  # a warm runner's: emptied when it is replaced
+        self.warm_scratch = self._own_directory("warm", self.entry.uid)  # emptied when the runner is replaced
         # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute
         # gains a capability.
         if self.mounted_scratch and not self.minimal_root:
@@ -442,7 +442,7 @@ class Worker:
         """One program in a fresh fork of this worker, in a fresh directory; the fork is killed with its
         group afterwards, and the directory removed. Its answer is untrusted: checked and re-encoded."""
         message = request.message
-        scratch = self._own_directory("fork")
+        scratch = self._own_directory("fork", self.entry.fork_uid)
         runner = self._fork(message, scratch)
         started = time.perf_counter()
         deadline = started + request.wall_s
@@ -677,13 +677,14 @@ class Worker:
         except BaseException:
             os._exit(70)
 
-    def _own_directory(self, name: str) -> str:
-        """A new directory under the worker's scratch, owned by the runners' uid. One left behind
-        (a program made it impossible to remove) stops the worker, rather than be reused."""
+    def _own_directory(self, name: str, uid: int | None) -> str:
+        """A new directory under the worker's scratch, owned by `uid` (a runner's) and closed to
+        every other (the warm runner's to forks, a fork's to the warm runner). One left behind (a
+        program made it impossible to remove) stops the worker, rather than be reused."""
         path = os.path.join(self.scratch, name)
-        os.mkdir(path)
-        if self.uid is not None:
-            os.chown(path, self.uid, self.uid)
+        os.mkdir(path, 0o700)
+        if uid is not None:
+            os.chown(path, uid, uid)
         return path
 
     def _stop_warm(self) -> None:

@@ -445,3 +445,41 @@ def test_the_worker_removes_any_tree_and_follows_no_link(tmp_path: Path) -> None
     _remove_tree(str(tree))
     assert not tree.exists()
     assert (outside / "keep").read_text() == "x"
+
+
+# ------------------------------------------------- a fork and the warm runner share no uid
+
+SIGNAL_EVERY_PID = r"""
+import os, signal
+sent = []
+for pid in range(2, 400):
+    if pid == os.getpid():
+        continue
+    try:
+        signal.pidfd_send_signal(os.pidfd_open(pid), signal.SIGSTOP)
+        sent.append(pid)
+    except OSError:
+        pass
+ans = sent
+"""
+
+
+def test_a_fork_cannot_stop_the_warm_runner_that_waits_for_it(backend: str) -> None:
+    """Red team, session 13: a fork shared the paused warm runner's uid, SIGSTOPped it through a pidfd
+    (no audit event), and the next program timed out. Forks now run as a uid of their own."""
+    with Sandbox(backend, policy="trusted", workers=1, timeout=TIMEOUT_S) as box:
+        warm, stopper, victim = box.run_many(["ans = 1", SIGNAL_EVERY_PID, "ans = 42"])
+        assert warm.isolation == "warm" and stopper.isolation == "fork", (describe(warm), describe(stopper))
+        assert (stopper.status, stopper.value) == (Status.OK, []), describe(stopper)
+        assert (victim.status, victim.value, victim.attempts) == (Status.OK, 42, 1), describe(victim)
+
+
+def test_a_fork_cannot_leave_notes_in_the_warm_runner_s_folder(backend: str) -> None:
+    """The warm runner's folder was writable by forks (their uid), a channel to every later program
+    and a tmpfs they could fill; it is the warm runner's alone now."""
+    write = "open('../warm/note', 'w').write('left by an earlier program')\nans = 1"
+    read = "import os\nans = os.path.exists('../warm/note')"
+    with Sandbox(backend, policy="trusted", workers=1, timeout=TIMEOUT_S, isolation="fork") as box:
+        wrote, looked = box.run_many([write, read])
+        assert (wrote.status, wrote.error_type) == (Status.ERROR, "PermissionError"), describe(wrote)
+        assert (looked.status, looked.value) == (Status.OK, False), describe(looked)

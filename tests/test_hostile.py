@@ -215,8 +215,10 @@ def check_next_task_clean(run: Run) -> None:
         and box.capabilities.get("drop_privileges")
         and box.backend_name == "process"
     ):
-        # Each worker is pid 1 of its own namespace: its runners' uid (UID_BASE + its host pid) tells it.
-        seen, workers = {r.value[3] - isolation.UID_BASE for r in results}, {hello["host_pid"] for hello in hellos}
+        # Each worker is pid 1 of its own namespace: its runners' uid (UID_BASE + its host pid, plus
+        # FORK_UID_OFFSET for a fork's) tells it.
+        seen = {(r.value[3] - isolation.UID_BASE) % isolation.FORK_UID_OFFSET for r in results}
+        workers = {hello["host_pid"] for hello in hellos}
     else:
         seen, workers = {r.value[2] for r in results}, {hello["pid"] for hello in hellos}
     assert seen == workers, "not every worker probed"
