@@ -153,3 +153,17 @@ ESCAPES = [
 def test_restricted_sympy_runs_no_program_string(fork: Sandbox, name: str, attack: str) -> None:
     result = fork.run(attack)
     assert result.status == "policy_violation", (result.status, result.error)
+
+
+def test_the_warm_compile_cache_is_bounded_by_characters_too() -> None:
+    """4,000 pure programs of 48 KB each were all kept compiled in the warm runner (~400 MB, outside
+    any program's limits, in the memory cgroup forks share: a later fork got memory_limit)."""
+    from potrun.sandbox.runner import COMPILE_CACHE_CHARS, Runner
+
+    runner = Runner(None)
+    body = "x = '" + "y" * 48_000 + "'\n"
+    for k in range(200):
+        runner._compile(f"{body}ans = {k}")
+    kept = sum(len(source) for source in runner._compiled)
+    assert kept <= COMPILE_CACHE_CHARS and runner._compiled_chars == kept
+    assert len(runner._compiled) < 200 and f"{body}ans = 199" in runner._compiled  # the newest stay
