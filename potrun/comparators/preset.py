@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from potrun.comparators.golds import gsm8k_gold
-from potrun.types import UsageError, Value, Verdict
+from potrun.types import PotrunError, UsageError, Value, Verdict
 
 __all__ = ["Preset"]
 
@@ -47,7 +47,7 @@ class Preset:
                 gold = self.gsm8k_answer(answer)
         try:
             return self.judge(value, gold, **{**self.defaults, **options})
-        except UsageError:
+        except PotrunError:  # the caller's to act on: a bad option, a missing extra (potrun[math])
             raise
         except Exception as exc:  # any data gives a verdict: a value no rule of the preset could read
             # (an int past str()'s 4,300 digits, say) is judged wrong, and the run goes on
