@@ -121,7 +121,7 @@ _NONE = ExtractedAnswer(None, None, HOW_NO_ANSWER, False)
 # A chat template's tokens: the answer ends at the first one past its start (every family's, so that
 # no template leaves text after its end of turn to be read as the answer).
 _TEMPLATE_TOKENS = ("<|im_start|>", *SPECIAL_TOKENS)
-assert all(token.startswith("<") for token in _TEMPLATE_TOKENS)  # `_visible_part` looks for "<" first
+assert all(token.startswith("<") for token in _TEMPLATE_TOKENS)  # (`_visible_part` relies on it)
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _BOX_TOKEN = re.compile(r"\\(?:boxed|fbox)\s*\{|(?<!\\)[{}]")
@@ -182,7 +182,9 @@ def _visible_part(text: str) -> str:
     close = text.rfind("</think>")
     if close >= 0 and text[close + 8 :].strip():
         text = text[close + 8 :]
-    for token in _TEMPLATE_TOKENS if "<" in text else ():
+    if "<" not in text:  # every template token starts with it: most answers have none to look for
+        return text
+    for token in _TEMPLATE_TOKENS:
         cut = text.find(token)
         if cut >= 0 and text[:cut].strip():  # a leading template token is not the end of the answer
             text = text[:cut]

@@ -293,5 +293,6 @@ def _rest_after_name(said: str, gold: str) -> str | None:
     if not letters:
         return None
     spelled = re.compile(r"[^a-z0-9]*".join(map(re.escape, letters)))  # "Tian jin", "tian-jin"
-    found = spelled.search(said.lower())
-    return None if found is None else said.lower()[: found.start()] + " " + said.lower()[found.end() :]
+    lower = said.lower()
+    found = spelled.search(lower)
+    return None if found is None else lower[: found.start()] + " " + lower[found.end() :]
