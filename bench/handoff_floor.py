@@ -8,11 +8,10 @@ GIL-holding CPU per item, as the parent spends on one completion of a batched re
 here: extraction, the cache key, comparison). `--work-in caller`: each caller spends it itself before
 its round trip, and the server only answers (potrun's shape: a reward call extracts and compares on
 its own thread, the dispatcher only carries requests and answers). Prints the calls/s against the
-server alone doing the
-same work (the batched figure), for callers looping over their share and for ThreadPoolExecutor tasks,
-and what the hand-offs alone cost (`--work-us 0`). bench/threaded_rewards.py is the same measurement
-through potrun; the distance between the two is what potrun's own hand-offs (the dispatcher, the
-worker processes) add.
+server alone doing the same work (the batched figure), for callers looping over their share and for
+ThreadPoolExecutor tasks, and what the hand-offs alone cost (`--work-us 0`). bench/threaded_rewards.py
+is the same measurement through potrun; the distance between the two is what potrun's own hand-offs
+(the dispatcher, the worker processes) add.
 """
 
 from __future__ import annotations
