@@ -9,14 +9,16 @@ Each container is created with (see `container_options`):
 
     network_mode="none"             no interface but loopback
     read_only=True                  read-only root filesystem
-    tmpfs /tmp (64 MB, 1777)        the only writable place: the worker's scratch directories
+    tmpfs /tmp (64 MB, 0711)        the only writable place: the worker's scratch directories, each
+                                    runner's its own (and /dev/mqueue an empty read-only tmpfs)
     mem_limit                       memory_mb + WORKER_OVERHEAD_MB (one worker per container), swap
                                     disabled; the per-program limit stays RLIMIT_AS (memory_mb) set by
                                     the worker, the cgroup limit is the container-wide backstop above
                                     it: the worker itself (Python + numpy, ~60 MB), the /tmp tmpfs
                                     (which the memory cgroup charges, up to 64 MB) and page cache fit
                                     in the overhead
-    pids_limit                      max_processes + PIDS_OVERHEAD (the worker and its runner)
+    pids_limit                      max_processes + PIDS_OVERHEAD (the worker, its fork server and
+                                    its warm runner)
     nano_cpus=1e9                   one CPU per container
     user="0", cap_drop=["ALL"],     the worker is root with five capabilities only, to hand its runners
     cap_add=RUNNER_CAPABILITIES,    another uid (SETUID, SETGID), make and clean their folders (CHOWN,
@@ -26,8 +28,9 @@ Each container is created with (see `container_options`):
                                     the container's OOM killer takes the program, not the worker; a
                                     negative score for the worker would need CAP_SYS_RESOURCE, which
                                     this machine's engine lacks)
-    ipc_mode="private"              SysV shared memory and queues of its own (the worker cannot empty
-                                    them between programs here: that needs CAP_SYS_ADMIN)
+    ipc_mode="none"                 an IPC namespace of its own and no /dev/shm, which would outlive
+                                    programs (the worker cannot empty SysV objects between programs
+                                    here, that needs CAP_SYS_ADMIN: the seccomp filter refuses them)
     labels                          potrun.sandbox=1, potrun.session=<uuid>, potrun.pid, potrun.host
     log_config none                 the frames are not written to the engine's log files on the host
     environment                     PYTHONHASHSEED=<hash_seed>
@@ -81,7 +84,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.isolation import SCRATCH_MB, process_alive
+from potrun.sandbox.isolation import SCRATCH_OPTIONS, process_alive
 from potrun.types import Limits, SandboxUnavailable
 
 if TYPE_CHECKING:
@@ -95,9 +98,13 @@ SESSION_LABEL = "potrun.session"
 PID_LABEL = "potrun.pid"
 HOST_LABEL = "potrun.host"
 WORKER_OVERHEAD_MB = 256  # the worker process, the /tmp tmpfs, page cache: above the program's own limit
-PIDS_OVERHEAD = 2  # the worker and its runner: the program itself gets exactly max_processes
+PIDS_OVERHEAD = 3  # the worker, its fork server and its warm runner: the program gets max_processes
 NANO_CPUS = 1_000_000_000  # one CPU per container
-TMPFS = {"/tmp": f"rw,size={SCRATCH_MB}m,mode=1777"}
+# /tmp: the worker closes it to its runners (a copy of the image's 1777 whatever the mode here), who
+# write only their own folders in it. /dev/mqueue: POSIX message queues (which the seccomp filter
+# refuses as system calls) are files there too, a place to leave notes for the next program: an empty,
+# read-only tmpfs over it.
+TMPFS = {"/tmp": f"rw,{SCRATCH_OPTIONS},mode=0711", "/dev/mqueue": "ro,size=4k,mode=0555"}
 CONTAINER_USER = "0"  # root without capabilities but RUNNER_CAPABILITIES: see the module's docstring
 RUNNER_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID"]
 WORKER_COMMAND = ("python3", "-s", "-P", "-m", "potrun.sandbox.worker")
@@ -239,7 +246,7 @@ def container_options(
         "cap_drop": ["ALL"],
         "cap_add": list(RUNNER_CAPABILITIES),
         "security_opt": ["no-new-privileges"],
-        "ipc_mode": "private",  # SysV objects of its own, never the host's or another container's
+        "ipc_mode": "none",  # an IPC namespace of its own (never the host's or another container's), no /dev/shm
         "user": CONTAINER_USER,
         "labels": {
             SANDBOX_LABEL: "1",

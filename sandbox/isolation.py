@@ -55,6 +55,10 @@ PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 FILE_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a program may write to one file
 MAX_FD = 4096  # a runner closes the worker's descriptors up to here (the worker holds a few, all low)
 SCRATCH_MB = 64  # the size of a worker's private scratch file system, shared by its programs in turn
+# ...and how many files and folders it holds: each costs the kernel ~1 KB that no size limit counts
+# but the memory cgroup does (440,000 empty files, 0 bytes of the size, had the worker OOM-killed).
+SCRATCH_INODES = 16384
+SCRATCH_OPTIONS = f"size={SCRATCH_MB}m,nr_inodes={SCRATCH_INODES}"  # the mode is each mount's
 
 SAFE_ENVIRONMENT = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -173,7 +177,7 @@ def mount_private_scratch(path: str) -> bool:
     # Nothing mounted here may propagate back to the machine's mount namespace.
     if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return False
-    options = f"size={SCRATCH_MB}m,mode=0711".encode()
+    options = f"{SCRATCH_OPTIONS},mode=0711".encode()
     return bool(_libc.mount(b"potrun-scratch", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0)
 
 

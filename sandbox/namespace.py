@@ -135,7 +135,7 @@ def loaded_library_directories() -> list[str]:
     return sorted(folder for folder in folders if folder.startswith("/") and os.path.exists(folder))
 
 
-def build_minimal_root(staging: str, reveal: Iterable[str], scratch_mb: int) -> bool:
+def build_minimal_root(staging: str, reveal: Iterable[str], scratch_options: str) -> bool:
     """Replace this process's root with a minimal one (see the module's docstring), made on `staging`
     (an empty directory). In a mount namespace of its own (made here), with /proc of this process's
     PID namespace. The scratch tmpfs is at SCRATCH. Returns False, and changes nothing this process
@@ -153,7 +153,7 @@ def build_minimal_root(staging: str, reveal: Iterable[str], scratch_mb: int) -> 
         if os.path.exists(device):
             _reveal(root, device)
     os.makedirs(root + SCRATCH, mode=0o755)
-    _mount(b"potrun-scratch", root + SCRATCH, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=0711".encode())
+    _mount(b"potrun-scratch", root + SCRATCH, b"tmpfs", MS_NOSUID | MS_NODEV, f"{scratch_options},mode=0711".encode())
     os.makedirs(root + "/proc", mode=0o555)
     # Each runner sees in /proc only its own processes (hidepid: a runner's uid is not the worker's).
     _mount(b"proc", root + "/proc", b"proc", MS_NOSUID | MS_NODEV | 0x8, b"hidepid=invisible")

@@ -69,7 +69,6 @@ COMPILE_CACHE_SIZE = 4096
 # cgroup the worker's forks share (4,000 programs of 48 KB held ~400 MB there and starved them).
 COMPILE_CACHE_CHARS = 4 << 20
 RECURSION_DEPTH = 980  # frames a program may nest (Python's default limit, less what a runner used to take)
-PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
 # A warm runner's RLIMIT_CPU, in CPU limits: only a backstop behind the exact CPU timer (a pure program
 # cannot dodge the timer), so it is set wide and renewed rarely rather than for every program.
 CPU_BACKSTOP = 10
@@ -199,7 +198,7 @@ class Runner:
         # source -> (code, transformed by RestrictedPython, why the warm tier refuses it or None)
         self._compiled: OrderedDict[str, tuple[types.CodeType, bool, str | None]] = OrderedDict()
         self._compiled_chars = 0
-        # A fork's copy keeps the one program compiled ahead for it; the worker keeps no more.
+        # A fork compiles its one program, in the fork: the fork server's copy never holds one.
         self._cache_size = COMPILE_CACHE_SIZE if self.warm else 1
         self._threads = threading.active_count()
         self._current: RunRequest | None = None
@@ -208,17 +207,6 @@ class Runner:
         self._timer = CpuTimer()  # each process that runs programs arms its own (a fork: on its copy)
         self.cpu_used = 0.0  # this process's CPU time when its last program ended (time.process_time)
         self._base_depth: int | None = None  # frames below the program's, measured at its first run
-
-    def prepare(self, source: str) -> None:
-        """Compile a program ahead, in the worker, for the fork that will run it: Python code run for
-        the first time in a fresh fork pays a page fault for nearly every object it touches, and
-        compiling was a quarter of a fork's cost. Small sources only, so that compiling outside the
-        program's limits stays cheap; whatever fails is left to the fork, to report as the program's."""
-        if len(source) <= PREPARE_LIMIT:
-            try:
-                self._compile(source)
-            except Exception:
-                pass
 
     # -- one program ---------------------------------------------------------------------------------
 

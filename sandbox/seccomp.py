@@ -7,13 +7,17 @@ README): it refuses with EPERM what would widen a program's reach if another lay
 and the new mount API, pivot_root and chroot, new namespaces (unshare, setns, and clone with a
 namespace flag), ptrace and process_vm_readv/writev, the kernel keyring, bpf, perf_event_open,
 userfaultfd, kernel modules, kexec, swap, reboot, acct, quotactl, iopl/ioperm and file handles
-(open_by_handle_at); clone3, whose flags a filter cannot read, answers ENOSYS, so that the C library
+(open_by_handle_at). It also refuses what would carry notes from one program to the next in the same
+worker (red team, session 13): POSIX message queues (mq_*), which live as long as the IPC namespace
+and cannot be listed without mounting one, and new SysV objects (shmget, semget, msgget; the worker
+still removes any, where the filter is missing). No program needs either: multiprocessing's
+semaphores are files. clone3, whose flags a filter cannot read, answers ENOSYS, so that the C library
 falls back to clone. A system call of another ABI (x32, or i386 on x86_64) kills the process: the
 numbers above would not hold there.
 
 Only x86_64 and aarch64 (their system call numbers are listed); elsewhere, or where the kernel
 refuses (no seccomp, no no-new-privileges and no CAP_SYS_ADMIN), `install()` returns False and the
-hello says so. No binding is needed: the filter is 20-odd classic BPF instructions, assembled here.
+hello says so. No binding is needed: the filter is some fifty classic BPF instructions, assembled here.
 """
 
 from __future__ import annotations
@@ -71,6 +75,15 @@ DENIED_NAMES = (
     "mount_setattr",
     "iopl",
     "ioperm",
+    "mq_open",
+    "mq_unlink",
+    "mq_timedsend",
+    "mq_timedreceive",
+    "mq_notify",
+    "mq_getsetattr",
+    "shmget",
+    "semget",
+    "msgget",
 )
 ARCHES: dict[str, tuple[int, int, int, dict[str, int]]] = {
     # machine: (AUDIT_ARCH, clone, clone3, {name: number}); iopl/ioperm exist on x86_64 only
@@ -115,6 +128,15 @@ ARCHES: dict[str, tuple[int, int, int, dict[str, int]]] = {
             "mount_setattr": 442,
             "iopl": 172,
             "ioperm": 173,
+            "mq_open": 240,
+            "mq_unlink": 241,
+            "mq_timedsend": 242,
+            "mq_timedreceive": 243,
+            "mq_notify": 244,
+            "mq_getsetattr": 245,
+            "shmget": 29,
+            "semget": 64,
+            "msgget": 68,
         },
     ),
     "aarch64": (
@@ -156,6 +178,15 @@ ARCHES: dict[str, tuple[int, int, int, dict[str, int]]] = {
             "fsmount": 432,
             "fspick": 433,
             "mount_setattr": 442,
+            "mq_open": 180,
+            "mq_unlink": 181,
+            "mq_timedsend": 182,
+            "mq_timedreceive": 183,
+            "mq_notify": 184,
+            "mq_getsetattr": 185,
+            "shmget": 194,
+            "semget": 190,
+            "msgget": 186,
         },
     ),
 }

@@ -35,6 +35,7 @@ from typing import Any
 from potrun.policies import get_policy
 from potrun.policies.pure import prepare_proxies
 from potrun.sandbox import cputimer, isolation, memcg, namespace, seccomp, seeding
+from potrun.sandbox.forkserver import ForkServer, reap_status
 from potrun.sandbox.protocol import (
     EXIT,
     PROTOCOL_VERSION,
@@ -184,7 +185,8 @@ class Worker:
         self.ipc_isolated = isolation.unshare_ipc()
         self.subreaper = isolation.set_subreaper()
         # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
-        self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 2)
+        # (the worker, its fork server and its warm runner above the program's own)
+        self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 3)
         if self.cgroup is not None:
             self.cgroup.enter()
         self.memory = memcg.MemoryCgroup.try_create(memcg.cgroup_name(self.host_pid))
@@ -204,10 +206,17 @@ class Worker:
         if self.minimal_root:
             self.scratch = namespace.SCRATCH
             self.mounted_scratch = self.private_scratch = True
-        else:
-            # A container's /tmp is a small tmpfs of its own already; on the host, mount one.
-            self.mounted_scratch = not scratch_is_private and isolation.mount_private_scratch(self.scratch)
-            self.private_scratch = scratch_is_private or self.mounted_scratch
+        elif scratch_is_private:
+            # A container's /tmp is a small tmpfs of its own already, but world-writable (docker copies
+            # the image's 1777 onto it): a place where one program could leave notes for the next.
+            # Runners pass through it to their own folder, no more.
+            self.mounted_scratch = False
+            self.private_scratch = True
+            if root and not scratch:
+                os.chmod(os.path.dirname(self.scratch), 0o711)
+        else:  # on the host, mount one
+            self.mounted_scratch = isolation.mount_private_scratch(self.scratch)
+            self.private_scratch = self.mounted_scratch
             if self.pid_namespace and self.mounted_scratch:
                 namespace.mount_own_proc()  # the host's /proc would show the host's processes as ours
         self._children = isolation.ChildList()
@@ -227,6 +236,7 @@ class Worker:
         self._raise_oom_score = self.memory is not None and self.oom_protected
         self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
         self.warm_scratch = self._own_directory("warm", self.entry.uid)  # emptied when the runner is replaced
+        self.fork_scratch = os.path.join(self.scratch, "fork")  # made for each forked program, then removed
         # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute
         # gains a capability.
         if self.mounted_scratch and not self.minimal_root:
@@ -246,11 +256,18 @@ class Worker:
         # Everything imported so far lives as long as the worker: keep the collector off those pages,
         # so that runners forked from here copy fewer of them.
         gc.freeze()
+        self._fork_server: ForkServer | None = None  # started by `serve`
         self.out = sys.stdout.buffer
         self._oom_kills = 0
         if self.memory is not None:
             self.memory.measure_baseline()
             self._killed_for_memory()  # the count so far
+
+    @property
+    def forks(self) -> ForkServer:
+        if self._fork_server is None:
+            raise RuntimeError("the fork server starts with serve()")
+        return self._fork_server
 
     def hello(self) -> dict[str, Any]:
         capabilities = isolation.Capabilities(
@@ -271,6 +288,7 @@ class Worker:
             "op": "hello",
             "pid": os.getpid(),
             "host_pid": self.host_pid,
+            "fork_server_pid": self.forks.pid,  # the parent of every forked program
             "protocol": PROTOCOL_VERSION,
             "python": sys.version.split()[0],
             "capabilities": capabilities.to_dict(),
@@ -283,6 +301,12 @@ class Worker:
         up to WARM_QUEUE ahead, so it never waits for a round trip; each still gets its full time,
         counted from when the runner could start it: when it was sent, or when the runner finished the
         program before it, whichever came later."""
+        # Before any request: every forked program is forked from this copy of the worker, which never
+        # holds a program (`forkserver`). (Started from here, a plain call from `main`, its forks have
+        # as many frames under the program as the warm runner: the recursion depth is the same.)
+        self._fork_server = ForkServer.start(self._fork_program, self._import_here, self.entry.devnull)
+        if self.memory is not None:
+            self.memory.measure_baseline()  # with what the fork server holds
         self._write(encode(self.hello()))
         stdin = sys.stdin.buffer.fileno()
         reader = FrameReader()
@@ -443,7 +467,7 @@ class Worker:
         group afterwards, and the directory removed. Its answer is untrusted: checked and re-encoded."""
         message = request.message
         scratch = self._own_directory("fork", self.entry.fork_uid)
-        runner = self._fork(message, scratch)
+        runner = self._fork(request)
         started = time.perf_counter()
         deadline = started + request.wall_s
         try:
@@ -513,7 +537,7 @@ class Worker:
     def _clean_strays(self) -> None:
         if not self.subreaper:
             return
-        keep = {self.warm.pid} if self.warm is not None else set()
+        keep = {self.forks.pid} | ({self.warm.pid} if self.warm is not None else set())
         isolation.kill_strays(keep, self._children)
 
     def _verdict_after_kill(self, runner: RunnerProcess, request: RunRequest, started: float, kind: str) -> bytes:
@@ -537,7 +561,7 @@ class Worker:
         program's (its peak counts the pre-imported interpreter's pages it touched). A warm runner ran
         many: its CPU time counts since its last answer, and its peak, which the kernel keeps one of per
         process, is not this program's (None)."""
-        status, used, peak = _reap_status(runner.pid)
+        status, used, peak = reap_status(runner.pid) if runner.warm else self.forks.reap(runner.pid)
         self._forget(runner)
         if runner.warm:
             return status, max(0.0, used - self._warm_cpu), None
@@ -608,44 +632,59 @@ class Worker:
         self._warm_cpu = 0.0
         return RunnerProcess(pid, request_write, result_read, key, FrameReader(_answer_limit(request)), warm=True)
 
-    def _fork(self, request: RunRequest, scratch: str) -> RunnerProcess:
-        """A fork that runs this one program, on its copy of the policy's runner.
-
-        Everything is made before the fork: from the fork until the fork is reaped, every page this
-        worker writes is copied (it is shared with the fork), and Python writes to many."""
-        if "numpy" in request.source:
+    def _fork(self, request: Request) -> RunnerProcess:
+        """A fork that runs this one program, made by the fork server: it reads its request itself."""
+        message = request.message
+        if "numpy" in message.source:
             self._import(NUMPY)
-        runner = self._fork_runner(request.policy)
-        runner.prepare(request.source)
-        hook = None if runner.guards is not None else self._trusted_hook
         result_read, result_write = os.pipe()
-        runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
-        process = RunnerProcess(0, -1, result_read, (), FrameReader(_answer_limit(request)))
-        self._limit_memory(request)
-        pid = isolation.fork()
-        if pid != 0 and self._raise_oom_score:
-            memcg.raise_oom_score(pid)
-        if pid == 0:
+        self._limit_memory(message)
+        try:
+            pid = self.forks.fork(message.policy, request.body, result_write)
+        except BaseException:
             os.close(result_read)
-            self._enter_runner(request, scratch, (result_write,), fork=True)
+            raise
+        finally:
+            os.close(result_write)
+        if self._raise_oom_score:
+            memcg.raise_oom_score(pid)
+        return RunnerProcess(pid, -1, result_read, (), FrameReader(_answer_limit(message)))
+
+    def _fork_program(self, policy: str, request_fd: int, result_write: int) -> int:
+        """In the fork server: fork a runner for one program, on its copy of the policy's runner.
+
+        Everything that does not depend on the program is made before the fork: from the fork until
+        the fork is reaped, every page this process writes is copied (it is shared with the fork), and
+        Python writes to many. The program itself, the fork reads and compiles."""
+        runner = self._fork_runner(policy)
+        hook = None if runner.guards is not None else self._trusted_hook
+        pid = isolation.fork()
+        if pid == 0:
+            request = _read_request(request_fd)
+            runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
+            self._enter_runner(request, self.fork_scratch, (result_write,), fork=True)
             if request.stdin is not None or request.files:
                 _stage_inputs(request)
             _run_one(runner, request, hook)
-        os.close(result_write)
-        process.pid = pid
-        return process
+        return pid
 
     def _import(self, names: tuple[str, ...]) -> None:
-        """Import modules of PRELOAD_ON_DEMAND, so that the next runners have them already. The fork
-        runners are made again, so that their guards start from what is imported now."""
+        """Import modules of PRELOAD_ON_DEMAND, here and in the fork server, so that the next runners
+        have them already."""
         missing = [name for name in names if name not in sys.modules]
-        for name in missing:
-            importlib.import_module(name)
         if missing:
-            self._fork_runners.clear()
-            gc.freeze()
+            self._import_here(missing)
+            self.forks.import_modules(missing)
             if self.memory is not None and self.warm is None:
                 self.memory.measure_baseline()  # what the import holds is the worker's, not a program's
+
+    def _import_here(self, names: list[str]) -> None:
+        """Import modules in this process (the worker, or the fork server). The fork runners are made
+        again, so that their guards start from what is imported now."""
+        for name in names:
+            importlib.import_module(name)
+        self._fork_runners.clear()
+        gc.freeze()
 
     def _limit_memory(self, request: RunRequest) -> None:
         """The memory cgroup's limit for the runner about to be made (a write only when it changes)."""
@@ -710,6 +749,8 @@ class Worker:
 
     def close(self) -> None:
         self._stop_warm()
+        if self._fork_server is not None:
+            self._fork_server.close()
         if self.subreaper:
             isolation.kill_strays(set(), self._children)
         self._children.close()
@@ -834,6 +875,14 @@ def _stage_inputs(request: RunRequest) -> None:
         os._exit(70)
 
 
+def _read_request(fd: int) -> RunRequest:
+    """In a new fork: its request, from the memfd the worker wrote it into (checked there already)."""
+    try:
+        return request_message(os.pread(fd, os.fstat(fd).st_size, 0))
+    except BaseException:
+        os._exit(70)
+
+
 def _send_forked(results: int, modules: int, message: dict[str, Any], recycle: bool) -> None:
     """A fork's answer, its stamp unused (the worker waits for it). Which PRELOAD_ON_DEMAND modules the
     fork holds is looked up only if it imported any module: the worker held `modules` at the fork."""
@@ -860,17 +909,6 @@ def _started(request: Request, finished: float) -> float:
 
 def _deadline(request: Request, finished: float) -> float:
     return _started(request, finished) + request.wall_s
-
-
-def _reap_status(pid: int) -> tuple[int, float, float | None]:
-    """Wait for a runner; return its wait status, the CPU seconds it used and its peak resident set in
-    MB (wait4's ru_maxrss, in KiB on Linux: the largest resident set of the runner or of any child of
-    it that it waited for; None when it was reaped elsewhere)."""
-    try:
-        _, status, usage = os.wait4(pid, 0)
-    except ChildProcessError:
-        return 0, 0.0, None
-    return status, usage.ru_utime + usage.ru_stime, round(usage.ru_maxrss / 1024, 3)
 
 
 def _remove_directory(path: str) -> None:
@@ -938,7 +976,7 @@ def _build_minimal_root(staging: str) -> bool:
     host's files seen as before, where it cannot be built (said on stderr)."""
     reveal = [*namespace.python_installation(), *namespace.loaded_library_directories()]
     try:
-        return namespace.build_minimal_root(staging, reveal, isolation.SCRATCH_MB)
+        return namespace.build_minimal_root(staging, reveal, isolation.SCRATCH_OPTIONS)
     except OSError as exc:
         print(f"potrun worker: no minimal root ({exc}): programs see the host's files", file=sys.stderr)
         isolation.unmount(staging)
@@ -956,7 +994,9 @@ def _oom_score() -> int:
 def _temporary_directory() -> str:
     import tempfile  # (it imports shutil)
 
-    return tempfile.mkdtemp(prefix="potrun-worker-")
+    folder = tempfile.mkdtemp(prefix="potrun-worker-")
+    tempfile.tempdir = None  # not inherited by forks: each program finds its own writable place, its folder
+    return folder
 
 
 def _empty_directory(path: str) -> None:

@@ -311,12 +311,17 @@ def leftover_processes(trees: Iterable[PoolTree], warm: bool) -> list[Proc]:
 def _workers(roots: frozenset[int], table: dict[int, Proc]) -> set[int]:
     """The worker processes: the roots themselves (process backend), or the worker a container's
     first process started; and below either, the worker that a root made init of its own PID
-    namespace (the root then only waits for it, with the same command line). Not their children: a
-    runner is a fork of its worker, with its command line, but leads its own session."""
+    namespace (the root then only waits for it, with the same command line), and below that the
+    worker's fork server (a copy of it, in its session). Not their other children: a runner is a fork
+    of the worker or of its fork server, with its command line, but leads its own session."""
     workers = {pid for pid in roots if pid in table and table[pid].is_worker}
     inits = {pid for pid in roots if pid in table and not table[pid].is_worker}
     workers |= {p.pid for p in table.values() if p.ppid in inits and p.is_worker and p.alive}
-    return workers | {p.pid for p in table.values() if p.ppid in workers and p.is_worker and p.alive and p.sid != p.pid}
+    while True:
+        below = {p.pid for p in table.values() if p.ppid in workers and p.is_worker and p.alive and p.sid != p.pid}
+        if below <= workers:
+            return workers
+        workers |= below
 
 
 def runner_thread_counts(box: Sandbox) -> dict[int, int]:

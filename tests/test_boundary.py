@@ -191,6 +191,20 @@ def test_the_seccomp_filter_refuses_new_namespaces_and_mounts(box: Sandbox) -> N
     assert_pool_healthy(box)
 
 
+def test_the_seccomp_filter_numbers_every_denied_call_once_per_machine() -> None:
+    """A misspelt or missing name would leave its call allowed without a word: each denied name has a
+    number on both machines (iopl and ioperm exist on x86_64 only), no two the same, and each becomes
+    one comparison of the filter."""
+    from potrun.sandbox import seccomp
+
+    for machine, (_, clone, clone3, numbers) in seccomp.ARCHES.items():
+        expected = set(seccomp.DENIED_NAMES) - ({"iopl", "ioperm"} if machine != "x86_64" else set())
+        assert set(numbers) == expected, machine
+        assert len(set(numbers.values()) | {clone, clone3}) == len(numbers) + 2, machine
+        program = seccomp.filter_program(machine)
+        assert program is not None and len(program) // 8 == len(numbers) + 12 - (machine != "x86_64"), machine
+
+
 # ------------------------------------------------------------------------------ class 3: memory
 
 CHILDREN = textwrap.dedent(f"""
@@ -382,13 +396,17 @@ else:
 """
 
 
-def _shm_program(key: int, mode: str) -> str:
+def _child_program(helper: str, *args: str) -> str:
     # a child process: the trusted runner's audit hook is the runner's, not its children's
     return (
         "import subprocess, sys\n"
-        f"out = subprocess.run([sys.executable, '-c', {_SHM_HELPER!r}, '{key}', '{mode}'], capture_output=True, text=True)\n"
+        f"out = subprocess.run([sys.executable, '-c', {helper!r}, *{list(args)!r}], capture_output=True, text=True)\n"
         "ans = (out.stdout + out.stderr).strip()[-200:]\n"
     )
+
+
+def _shm_program(key: int, mode: str) -> str:
+    return _child_program(_SHM_HELPER, str(key), mode)
 
 
 def _host_shm_keys() -> set[int]:
@@ -396,18 +414,98 @@ def _host_shm_keys() -> set[int]:
     return {int(row.split()[0]) for row in rows if row.split()}
 
 
-def test_a_sysv_segment_outlives_neither_its_program_nor_reaches_the_host() -> None:
+def test_a_sysv_segment_outlives_neither_its_program_nor_reaches_the_host(backend: str) -> None:
     """A SysV shared memory segment is a channel to later programs, and memory charged to the worker
     after its program ended (red team, session 13: on the host's IPC namespace it outlived potrun).
-    The process backend's worker has an IPC namespace of its own and empties it after each forked
-    program. (A container has its own, private one; its worker lacks the capability to empty it
-    between programs: the process backend is the one this test can hold to it.)"""
+    The seccomp filter refuses new SysV objects; where it is missing, the worker's own IPC namespace
+    is emptied after each forked program."""
     key = 0x504F5452
-    with Sandbox("process", policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S) as box:
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S) as box:
         wrote, read = box.run_many([_shm_program(key, "w"), _shm_program(key, "r")])
-        assert (wrote.status, wrote.value) == (Status.OK, "wrote"), describe(wrote)
+        assert (wrote.status, wrote.value) == (Status.OK, "no segment"), describe(wrote)
         assert (read.status, read.value) == (Status.OK, "no segment"), describe(read)
         assert key not in _host_shm_keys()
+
+
+def test_the_worker_empties_its_ipc_namespace() -> None:
+    """The fallback where no seccomp filter holds: `remove_ipc_objects` removes every kind of SysV
+    object, in a child with an IPC namespace of its own (needs root)."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: no IPC namespace of its own")
+    check = textwrap.dedent(
+        """
+        import ctypes
+        from potrun.sandbox import isolation
+        assert isolation.unshare_ipc()
+        libc = ctypes.CDLL(None)
+        made = [libc.shmget(0, 4096, 0o1600), libc.shmget(0, 4096, 0o1600), libc.semget(0, 1, 0o1600), libc.msgget(0, 0o1600)]
+        assert min(made) >= 0, made
+        print(isolation.remove_ipc_objects(), isolation.remove_ipc_objects())
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout.split()) == (0, ["4", "0"]), out.stderr
+
+
+_MQ_HELPER = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+name, mode = b"/potrun-note", sys.argv[1]
+fd = libc.mq_open(name, (os.O_CREAT | os.O_RDWR) if mode == "w" else os.O_RDWR, 0o666, None)
+if fd < 0:
+    print("refused" if ctypes.get_errno() == 1 else "no queue")
+elif mode == "w":
+    print("wrote" if libc.mq_send(fd, b"LEFT", 4, 0) == 0 else "refused")
+else:
+    buffer = ctypes.create_string_buffer(8192)
+    got = libc.mq_receive(fd, buffer, 8192, None)
+    print(buffer.raw[: max(got, 0)].decode() or "empty")
+"""
+
+FILE_NOTES = {
+    "w": r"""
+import os
+left = []
+for top, dirs, files in os.walk('/'):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in ('/proc', '/sys')]
+    try:
+        with open(os.path.join(top, '.potrun-note'), 'w') as f:
+            f.write('x')
+        left.append(top)
+    except OSError:
+        pass
+ans = left
+""",
+    "r": r"""
+import os
+found = []
+for top, dirs, files in os.walk('/'):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in ('/proc', '/sys')]
+    found += [top] * ('.potrun-note' in files)
+ans = found
+""",
+}
+
+
+def test_no_posix_message_queue_carries_a_note_to_the_next_program(backend: str) -> None:
+    """Red team, session 13: a queue made with mq_open (by a child, outside the audit hook) outlived its
+    program in the worker's IPC namespace, on both backends; and docker's /dev/mqueue makes them as
+    files. The seccomp filter refuses mq_* and /dev/mqueue is not writable."""
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S) as box:
+        wrote, read = box.run_many([_child_program(_MQ_HELPER, "w"), _child_program(_MQ_HELPER, "r")])
+        assert (wrote.status, wrote.value) == (Status.OK, "refused"), describe(wrote)
+        assert (read.status, read.value) == (Status.OK, "refused"), describe(read)
+
+
+def test_no_file_anywhere_carries_a_note_to_the_next_program(backend: str) -> None:
+    """A program tries to leave a file in every folder of the file system; the next program of the same
+    worker finds none (red team, session 14: docker's /tmp, /dev/shm and /dev/mqueue took them). A
+    program's own folder is removed after it, so nothing anywhere is left."""
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=60) as box:
+        wrote, found = box.run_many([FILE_NOTES["w"], FILE_NOTES["r"]])
+        assert wrote.status == found.status == Status.OK, (describe(wrote), describe(found))
+        assert found.value == [], (wrote.value, found.value)
+        assert len(wrote.value) <= 1, wrote.value  # its own folder at most
 
 
 DEEP_TREE = "import os\nfor _ in range(3000):\n    os.mkdir('a')\n    os.chdir('a')\nans = 1"
@@ -421,6 +519,33 @@ def test_a_tree_too_deep_for_shutil_does_not_cost_the_worker(backend: str) -> No
         deep, after, victim = box.run_many([DEEP_TREE, DEEP_TREE, "ans = 42"])
         for result in (deep, after):
             assert (result.status, result.value, result.attempts) == (Status.OK, 1, 1), describe(result)
+        assert (victim.status, victim.value, victim.attempts) == (Status.OK, 42, 1), describe(victim)
+        assert box.workers_replaced == 0
+
+
+MANY_FILES = """
+import os
+made = 0
+try:
+    while made < 500_000:
+        open(f'f{made}', 'w').close()
+        made += 1
+    ans = ['escaped', made]
+except OSError as e:
+    ans = [e.errno, made]
+"""
+
+
+def test_files_without_bytes_cannot_fill_the_worker_s_memory(backend: str) -> None:
+    """Red team, session 13: 440,000 empty files (0 bytes of the scratch's size) cost the kernel enough
+    memory, charged to the worker's cgroup, that the worker was OOM-killed. The scratch holds
+    SCRATCH_INODES files at most: the program gets ENOSPC and the worker goes on."""
+    from potrun.sandbox import isolation
+
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S, memory_mb=MEMORY_MB) as box:
+        filler, victim = box.run_many([MANY_FILES, "ans = 42"])
+        assert filler.status is Status.OK and filler.value[0] == 28, describe(filler)
+        assert 0 < filler.value[1] < isolation.SCRATCH_INODES, describe(filler)
         assert (victim.status, victim.value, victim.attempts) == (Status.OK, 42, 1), describe(victim)
         assert box.workers_replaced == 0
 
@@ -483,3 +608,40 @@ def test_a_fork_cannot_leave_notes_in_the_warm_runner_s_folder(backend: str) -> 
         wrote, looked = box.run_many([write, read])
         assert (wrote.status, wrote.error_type) == (Status.ERROR, "PermissionError"), describe(wrote)
         assert (looked.status, looked.value) == (Status.OK, False), describe(looked)
+
+
+# ------------------------------------------- a fork's memory holds no other program
+
+MEMORY_SCAN = r"""
+import ctypes, re
+own = 'SECRET' '_SOURCE_9'  # found: the scan sees this program's own source
+patterns = {'sources': re.compile(b'SECRET' + b"' '" + b'_SOURCE_([0-9])'), 'answers': re.compile(b'ANSWER' + b'_LEAK_([0-9])')}
+found = {kind: set() for kind in patterns}
+with open('/proc/self/maps') as maps:
+    regions = [line.split() for line in maps]
+for region in regions:
+    if 'r' not in region[1] or (len(region) > 5 and region[5] not in ('[heap]', '[stack]')):
+        continue  # files, and the kernel's pages (vvar, vdso: reading some of them is a SIGBUS)
+    low, high = (int(x, 16) for x in region[0].split('-'))
+    data = ctypes.string_at(low, high - low)
+    for kind, pattern in patterns.items():
+        found[kind].update(match.group(1).decode() for match in pattern.finditer(data))
+ans = [sorted(found['sources']), sorted(found['answers'])]
+"""
+
+
+def _other_program(i: int) -> str:
+    return f"source = 'SECRET' '_SOURCE_{i}'\nans = 'ANSWER_' 'LEAK_{i}'"
+
+
+def test_a_fork_cannot_read_the_programs_before_or_after_it(backend: str) -> None:
+    """Red team, session 14: forked from the worker, a program read in its own memory (ctypes, no
+    system call) the sources queued behind it and the answers of the programs before it. Forks are
+    made by the fork server, which never holds a program: this one finds its own source only."""
+    others = [_other_program(i) for i in range(6)]
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=60) as box:
+        results = list(box.run_many([*others[:3], MEMORY_SCAN, *others[3:]]))
+    scan = results[3]
+    assert scan.status is Status.OK, describe(scan)
+    assert scan.value == [["9"], []], scan.value  # its own source, no other's, and no answer
+    assert [r.value for r in results[:3] + results[4:]] == [f"ANSWER_LEAK_{i}" for i in range(6)]

@@ -46,7 +46,8 @@ def test_container_options_carry_all_the_hardening():
     assert options["stdin_open"] is True and options["tty"] is False and options["detach"] is False
     assert options["network_mode"] == "none"
     assert options["read_only"] is True
-    assert options["tmpfs"] == {"/tmp": "rw,size=64m,mode=1777"}
+    assert options["tmpfs"] == {"/tmp": "rw,size=64m,nr_inodes=16384,mode=0711", "/dev/mqueue": "ro,size=4k,mode=0555"}
+    assert options["ipc_mode"] == "none"
     assert options["mem_limit"] == options["memswap_limit"] == f"{1024 + backend.WORKER_OVERHEAD_MB}m"
     assert options["pids_limit"] == 32 + backend.PIDS_OVERHEAD
     assert options["nano_cpus"] == 1_000_000_000

@@ -220,7 +220,8 @@ def check_next_task_clean(run: Run) -> None:
         seen = {(r.value[3] - isolation.UID_BASE) % isolation.FORK_UID_OFFSET for r in results}
         workers = {hello["host_pid"] for hello in hellos}
     else:
-        seen, workers = {r.value[2] for r in results}, {hello["pid"] for hello in hellos}
+        # a forked program's parent is its worker's fork server
+        seen, workers = {r.value[2] for r in results}, {hello["fork_server_pid"] for hello in hellos}
     assert seen == workers, "not every worker probed"
 
 

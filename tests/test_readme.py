@@ -285,6 +285,7 @@ ELSEWHERE = {
     "python bench/scale.py --ray-records 50000": CLUSTER,
     "python bench/parent_memory.py": LONG,
     "python bench/kill_latency.py": LONG,
+    "python bench/seccomp_cost.py": LONG,
     "python bench/scale.py": LONG,
     "python bench/extract_speed.py": LONG,
     "python bench/threaded_rewards.py": LONG,
