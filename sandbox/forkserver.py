@@ -10,7 +10,8 @@ it is rewarded for it.
 So the worker forks one process at the end of its setup, before it reads any request, and every
 forked program is forked from that one: the fork server. It holds what the worker held then (the
 policies, the runners' entry, the imports, the seccomp filter) and never learns a program: the worker
-hands it a memfd with the request and the pipe for the answer, both as descriptors it only passes on,
+hands it a memfd with the request (and the program's code, compiled by the worker: compiling in a
+fresh fork cost a quarter of it) and the pipe for the answer, both as descriptors it only passes on,
 and the fork reads its request itself. The fork server reaps the fork (wait4: its CPU time and peak)
 and tells the worker; orphans of the fork still go to the worker, the subreaper.
 
@@ -34,6 +35,7 @@ FORK, IMPORTED, PID, EXIT, DONE = b"F", b"I", b"P", b"X", b"D"
 _PID = struct.Struct("=i")  # a fork's pid, or -errno where the fork failed
 _EXIT = struct.Struct("=iidd")  # pid, wait status, CPU seconds, peak resident set in MB (-1: unknown)
 _MESSAGE_BYTES = 4096
+_LENGTH = struct.Struct("=Q")  # the request's length, in the memfd before it and the compiled code
 
 Reaped = tuple[int, float, float | None]  # wait status, CPU seconds, peak MB
 
@@ -64,11 +66,12 @@ class ForkServer:
         theirs.close()
         return cls(ours, pid)
 
-    def fork(self, policy: str, request: bytes, result_fd: int) -> int:
-        """A fork that reads `request` (a run request's frame body) and answers into `result_fd`."""
+    def fork(self, policy: str, request: bytes, compiled: bytes, result_fd: int) -> int:
+        """A fork that reads `request` (a run request's frame body) and its program's `compiled` code
+        (`Runner.compiled`: marshalled, or b""), and answers into `result_fd`."""
         memfd = os.memfd_create("request", os.MFD_CLOEXEC)
         try:
-            write_all(memfd, request)
+            write_all(memfd, _LENGTH.pack(len(request)) + request + compiled)
             socket.send_fds(self._control, [FORK + policy.encode()], [memfd, result_fd])
         finally:
             os.close(memfd)
@@ -120,6 +123,7 @@ def _serve(
         isolation.die_with_parent()
         os.dup2(keep_fd, 0)
         os.dup2(keep_fd, 1)
+        children = isolation.ChildList()  # its forks, and any other child a fork made it have
         while True:
             message, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 2)
             if not message:
@@ -130,6 +134,9 @@ def _serve(
                 control.send(PID + _PID.pack(pid))
                 if pid > 0:
                     status, cpu, peak = reap_status(pid)
+                    # A sibling a fork made with clone(CLONE_PARENT), where no seccomp filter refuses
+                    # it, is this server's child, out of the worker's sweep: it goes with the fork.
+                    isolation.kill_strays(set(), children)
                     control.send(EXIT + _EXIT.pack(pid, status, cpu, -1.0 if peak is None else peak))
                 continue
             for fd in fds:
@@ -154,6 +161,14 @@ def _fork(fork_program: Callable[[str, int, int], int], policy: str, request_fd:
         os.close(request_fd)
         os.close(result_fd)
     return pid
+
+
+def read_request(fd: int) -> tuple[bytes, bytes]:
+    """In a new fork: the request and the compiled code the worker wrote into the memfd `fd`."""
+    data = os.pread(fd, os.fstat(fd).st_size, 0)
+    (length,) = _LENGTH.unpack_from(data)
+    start = _LENGTH.size
+    return data[start : start + length], data[start + length :]
 
 
 def reap_status(pid: int) -> Reaped:

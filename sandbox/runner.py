@@ -22,6 +22,7 @@ import builtins
 import contextvars
 import dataclasses
 import itertools
+import marshal
 import math
 import os
 import sys
@@ -68,6 +69,7 @@ COMPILE_CACHE_SIZE = 4096
 # ...and the characters of source it keeps: the cache lives outside any program's limits, in the memory
 # cgroup the worker's forks share (4,000 programs of 48 KB held ~400 MB there and starved them).
 COMPILE_CACHE_CHARS = 4 << 20
+PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
 RECURSION_DEPTH = 980  # frames a program may nest (Python's default limit, less what a runner used to take)
 # A warm runner's RLIMIT_CPU, in CPU limits: only a backstop behind the exact CPU timer (a pure program
 # cannot dodge the timer), so it is set wide and renewed rarely rather than for every program.
@@ -198,7 +200,7 @@ class Runner:
         # source -> (code, transformed by RestrictedPython, why the warm tier refuses it or None)
         self._compiled: OrderedDict[str, tuple[types.CodeType, bool, str | None]] = OrderedDict()
         self._compiled_chars = 0
-        # A fork compiles its one program, in the fork: the fork server's copy never holds one.
+        # A fork's copy holds the one program compiled for it (`adopt`); the worker's, none.
         self._cache_size = COMPILE_CACHE_SIZE if self.warm else 1
         self._threads = threading.active_count()
         self._current: RunRequest | None = None
@@ -207,6 +209,28 @@ class Runner:
         self._timer = CpuTimer()  # each process that runs programs arms its own (a fork: on its copy)
         self.cpu_used = 0.0  # this process's CPU time when its last program ended (time.process_time)
         self._base_depth: int | None = None  # frames below the program's, measured at its first run
+
+    def compiled(self, source: str) -> bytes:
+        """A program compiled ahead, in the worker, for the fork that will run it (`adopt`), marshalled:
+        compiling in a fresh fork pays a page fault for nearly every object the compiler touches (a
+        quarter of a fork's cost), loading the code far fewer. Small sources only, so that compiling
+        outside the program's limits stays cheap; b"" where it fails: the fork compiles it and
+        reports the error as the program's."""
+        if len(source) > PREPARE_LIMIT:
+            return b""
+        try:
+            code = self._compile(source)[0]
+        except Exception:
+            return b""
+        self._compiled.clear()  # the worker keeps none
+        self._compiled_chars = 0
+        return marshal.dumps(code)
+
+    def adopt(self, source: str, compiled: bytes) -> None:
+        """In a fork: take the code the worker compiled for `source` (`compiled`), if any."""
+        if compiled:
+            self._compiled[source] = marshal.loads(compiled), self.guards is not None, None
+            self._compiled_chars = len(source)
 
     # -- one program ---------------------------------------------------------------------------------
 

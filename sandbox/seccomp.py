@@ -5,7 +5,7 @@ after no-new-privileges), so that every runner inherits it at fork for nothing: 
 is a deny-list, small enough that each system call pays a few BPF instructions (measured in the
 README): it refuses with EPERM what would widen a program's reach if another layer failed: mounts
 and the new mount API, pivot_root and chroot, new namespaces (unshare, setns, and clone with a
-namespace flag), ptrace and process_vm_readv/writev, the kernel keyring, bpf, perf_event_open,
+namespace flag or CLONE_PARENT), ptrace and process_vm_readv/writev, the kernel keyring, bpf, perf_event_open,
 userfaultfd, kernel modules, kexec, swap, reboot, acct, quotactl, iopl/ioperm and file handles
 (open_by_handle_at). It also refuses what would carry notes from one program to the next in the same
 worker (red team, session 13): POSIX message queues (mq_*), which live as long as the IPC namespace
@@ -37,6 +37,10 @@ LD_ABS_W, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, BP
 OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data (args[0]'s low half, little-endian)
 # Namespace flags of clone(2): NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
+# CLONE_PARENT makes a sibling, not a child: a runner's would be its fork server's child, out of reach of
+# the worker's sweep of strays (red team, session 14: one outlived its program and killed every later one)
+CLONE_PARENT = 0x00008000
+CLONE_REFUSED = CLONE_NAMESPACES | CLONE_PARENT
 
 DENIED_NAMES = (
     "mount",
@@ -205,7 +209,7 @@ def filter_program(machine: str | None = None) -> bytes | None:
 
     ld arch; jeq ARCH else KILL; ld nr; [x86_64: jge X32_BIT -> KILL]
     jeq each denied -> EPERM; jeq clone3 -> ENOSYS; jeq clone else ALLOW
-    ld args[0]; jset CLONE_NAMESPACES -> EPERM else ALLOW
+    ld args[0]; jset CLONE_REFUSED -> EPERM else ALLOW
     EPERM: ret ERRNO|EPERM; ENOSYS: ret ERRNO|ENOSYS; KILL: ret KILL_PROCESS; ALLOW: ret ALLOW
     """
     machine = machine or platform.machine()
@@ -225,7 +229,7 @@ def filter_program(machine: str | None = None) -> bytes | None:
         (JEQ, "enosys", 0, clone3),
         (JEQ, 0, "allow", clone),
         (LD_ABS_W, 0, 0, OFFSET_ARG0),
-        (JSET, "eperm", "allow", CLONE_NAMESPACES),
+        (JSET, "eperm", "allow", CLONE_REFUSED),
     ]
     labels = {name: len(code) + index for index, name in enumerate(("eperm", "enosys", "kill", "allow"))}
     verdicts = [RET_ERRNO | errno.EPERM, RET_ERRNO | errno.ENOSYS, RET_KILL_PROCESS, RET_ALLOW]

@@ -34,7 +34,7 @@ from typing import Any
 
 from potrun.policies import get_policy
 from potrun.policies.pure import prepare_proxies
-from potrun.sandbox import cputimer, isolation, memcg, namespace, seccomp, seeding
+from potrun.sandbox import cputimer, forkserver, isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.forkserver import ForkServer, reap_status
 from potrun.sandbox.protocol import (
     EXIT,
@@ -640,7 +640,8 @@ class Worker:
         result_read, result_write = os.pipe()
         self._limit_memory(message)
         try:
-            pid = self.forks.fork(message.policy, request.body, result_write)
+            compiled = self._fork_runner(message.policy).compiled(message.source)
+            pid = self.forks.fork(message.policy, request.body, compiled, result_write)
         except BaseException:
             os.close(result_read)
             raise
@@ -655,12 +656,13 @@ class Worker:
 
         Everything that does not depend on the program is made before the fork: from the fork until
         the fork is reaped, every page this process writes is copied (it is shared with the fork), and
-        Python writes to many. The program itself, the fork reads and compiles."""
+        Python writes to many. The program itself, the fork reads, with its code compiled by the
+        worker."""
         runner = self._fork_runner(policy)
         hook = None if runner.guards is not None else self._trusted_hook
         pid = isolation.fork()
         if pid == 0:
-            request = _read_request(request_fd)
+            request = _read_request(request_fd, runner)
             runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
             self._enter_runner(request, self.fork_scratch, (result_write,), fork=True)
             if request.stdin is not None or request.files:
@@ -875,10 +877,14 @@ def _stage_inputs(request: RunRequest) -> None:
         os._exit(70)
 
 
-def _read_request(fd: int) -> RunRequest:
-    """In a new fork: its request, from the memfd the worker wrote it into (checked there already)."""
+def _read_request(fd: int, runner: Runner) -> RunRequest:
+    """In a new fork: its request (checked by the worker already) and its compiled code, which the
+    runner adopts, from the memfd the worker wrote them into."""
     try:
-        return request_message(os.pread(fd, os.fstat(fd).st_size, 0))
+        body, compiled = forkserver.read_request(fd)
+        request = request_message(body)
+        runner.adopt(request.source, compiled)
+        return request
     except BaseException:
         os._exit(70)
 

@@ -645,3 +645,45 @@ def test_a_fork_cannot_read_the_programs_before_or_after_it(backend: str) -> Non
     assert scan.status is Status.OK, describe(scan)
     assert scan.value == [["9"], []], scan.value  # its own source, no other's, and no answer
     assert [r.value for r in results[:3] + results[4:]] == [f"ANSWER_LEAK_{i}" for i in range(6)]
+
+
+# ------------------------------------------- no process outlives its program through clone's flags
+
+SIBLING = r"""
+import os, sys, time
+libc = sys.modules['potrun.sandbox.isolation']._libc  # the runner's own handle: no dlopen
+me = os.getpid()
+pid = libc.syscall(56 if os.uname().machine == 'x86_64' else 220, 0x8000 | 17, 0, 0, 0, 0)  # clone(CLONE_PARENT | SIGCHLD)
+if pid == 0:
+    os.setsid()  # out of the program's group, which the worker kills
+    os.closerange(0, 1024)
+    while libc.kill(me, 0) == 0:
+        time.sleep(0.001)
+    while True:  # every later program of the worker (they share a uid)
+        libc.kill(-1, 9)
+        time.sleep(0.0005)
+while pid > 0 and os.getsid(pid) != pid:
+    time.sleep(0.001)
+ans = pid
+"""
+
+
+def test_a_program_cannot_leave_a_sibling_behind(backend: str) -> None:
+    """Red team, session 14: clone(CLONE_PARENT) made the fork server's child, beyond the worker's
+    sweep of strays (it sweeps its own children) and the kill of the program's group (after setsid):
+    it outlived its program and SIGKILLed every later one. The seccomp filter refuses the flag (and
+    the fork server kills any child but its fork, where there is no filter)."""
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S) as box:
+        sibling, *victims = box.run_many(
+            [
+                SIBLING,
+                "ans = 42",
+                "import subprocess, sys\nans = subprocess.run([sys.executable, '-c', '']).returncode",
+                "ans = 42",
+            ]
+        )
+        if box.capabilities.get("seccomp"):
+            assert (sibling.status, sibling.value) == (Status.OK, -1), describe(sibling)
+        for victim, value in zip(victims, (42, 0, 42), strict=True):
+            assert (victim.status, victim.value, victim.attempts) == (Status.OK, value, 1), describe(victim)
+        assert box.workers_replaced == 0
