@@ -8,7 +8,7 @@ limits (`isolation.RunnerEntry`). It runs in one of two tiers:
   that it cannot reach anything shared (module state, library objects, the runner's own code) or leave
   anything behind; it answers any other program with "needs a fork", and the worker forks it. What is
   not proven safe is not reused: there is no list of state to reset.
-- **fork**: a fresh fork of the worker that runs one program and is killed; under the restricted policy
+- **fork**: a fresh fork of the worker's fork server that runs one program and is killed; under the restricted policy
   the program is compiled by RestrictedPython and runs with its guards, under the trusted one as it is.
 
 It makes an `ExecResult` of plain data, and answers with its wire message: the value is converted

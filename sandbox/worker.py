@@ -4,7 +4,8 @@ It imports the allowlisted modules once (numpy once its programs need it), isola
 its own PID namespace, an empty network namespace, a subreaper, pids and memory cgroups, a minimal
 root, non-dumpable, a seccomp filter, where the machine has them), then reads run requests as frames
 on stdin and answers on stdout. It never runs a program itself: each program runs in a runner forked
-from it, so that the worker can enforce the limits from outside. The CPU limit, which decides a timeout,
+from it (the warm runner) or from its fork server (`forkserver`: a copy of it that never holds a
+program), so that the worker can enforce the limits from outside. The CPU limit, which decides a timeout,
 is the runner's CPU timer (`cputimer`: the kernel ends the runner with SIGPROF at it), with RLIMIT_CPU
 behind it; the wall-clock limit, a safety net several times wider, is SIGKILL of the runner's process
 group; memory is the memory cgroup over all of a
@@ -463,7 +464,7 @@ class Worker:
         return time.perf_counter()
 
     def run_forked(self, request: Request) -> bytes:
-        """One program in a fresh fork of this worker, in a fresh directory; the fork is killed with its
+        """One program in a fresh fork of the fork server, in a fresh directory; the fork is killed with its
         group afterwards, and the directory removed. Its answer is untrusted: checked and re-encoded."""
         message = request.message
         scratch = self._own_directory("fork", self.entry.fork_uid)
