@@ -152,7 +152,8 @@ def _serve(
 
 
 def _fork(fork_program: Callable[[str, int, int], int], policy: str, request_fd: int, result_fd: int) -> int:
-    """Fork, pass the fork's pid back, and reap it as soon as it ends (the report waits in the socket)."""
+    """Fork (`fork_program`), and close the descriptors passed on to the fork: its pid, or -errno where
+    the fork failed (the worker raises it as its own OSError)."""
     try:
         pid = fork_program(policy, request_fd, result_fd)
     except OSError as exc:
