@@ -1,6 +1,8 @@
 """The run's record: what a reported number can be traced back to.
 
-potrun's version, every option and limit in force (the check options and the SandboxConfig), the
+potrun's version and a fingerprint of the rules that decide a verdict (the sources of the extractors,
+comparators, benchmarks and policies: two runs under different rules never share a trace, even where a
+version was not bumped), every option and limit in force (the check options and the SandboxConfig), the
 inputs (path, size and SHA-256), when the run started and ended (UTC, ISO 8601) and the machine (cores,
 Python, numpy, platform). A regular file is hashed whole after the run, in chunks (a 10 GB file is not
 held); a stream (standard input, a pipe, a FIFO) was read once and is gone, so its size and hash are
@@ -10,7 +12,9 @@ null with the reason.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import importlib
 import os
 import platform
 from datetime import UTC, datetime
@@ -22,6 +26,9 @@ if TYPE_CHECKING:
     from potrun.sandbox.api import SandboxConfig
 
 _HASH_CHUNK = 1 << 20
+# The packages whose code decides a verdict: what is read from an output, how it is compared, a
+# benchmark's official rules, and what the policy refuses.
+RULE_PACKAGES = ("potrun.extractors", "potrun.comparators", "potrun.benchmarks", "potrun.policies")
 
 
 def utc_now() -> str:
@@ -63,6 +70,24 @@ def machine() -> dict[str, Any]:
     }
 
 
+@functools.cache
+def rules_fingerprint() -> dict[str, Any]:
+    """SHA-256 over the Python sources of each of RULE_PACKAGES (file names and bytes, sorted), and
+    one `digest` over those: what a verdict's rules were, whatever the version string says."""
+    parts = {package.removeprefix("potrun."): _package_digest(package) for package in RULE_PACKAGES}
+    whole = hashlib.sha256("".join(f"{name}={digest}\n" for name, digest in parts.items()).encode())
+    return {"digest": whole.hexdigest(), "parts": parts}
+
+
+def _package_digest(package: str) -> str:
+    folder = Path(importlib.import_module(package).__path__[0])
+    digest = hashlib.sha256()
+    for source in sorted(folder.rglob("*.py")):
+        digest.update(source.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def run_record(
     *,
     inputs: dict[str, str | Path],
@@ -83,6 +108,7 @@ def run_record(
     }
     return {
         "potrun_version": potrun.__version__,
+        "rules": rules_fingerprint(),
         "command": ["potrun", *command] if command is not None else None,
         "inputs": {role: file_identity(path) for role, path in inputs.items()},
         "check_options": _options(check_options),
@@ -99,4 +125,4 @@ def _options(check_options: CheckOptions) -> dict[str, Any]:
     return options
 
 
-__all__ = ["file_identity", "machine", "run_record", "utc_now"]
+__all__ = ["RULE_PACKAGES", "file_identity", "machine", "rules_fingerprint", "run_record", "utc_now"]

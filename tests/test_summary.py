@@ -19,7 +19,7 @@ import potrun
 from potrun.cli import main
 from potrun.pipeline import RecordResult
 from potrun.report import MISSING_GROUP, Summary, render
-from potrun.runrecord import file_identity
+from potrun.runrecord import _package_digest, file_identity, rules_fingerprint
 from potrun.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, mcnemar_exact_p, mean_with_bootstrap, proportion
 
 Z = NormalDist().inv_cdf(0.975)
@@ -181,6 +181,12 @@ def test_run_record_traces_the_number_to_its_run(tmp_path: Path) -> None:
     summary = check(tmp_path, preds, "--gold", str(golds), "--timeout", "3", "--memory", "1024", "--compare", "pot")
     run = summary["run"]
     assert run["potrun_version"] == potrun.__version__
+    assert run["rules"] == rules_fingerprint() and set(run["rules"]["parts"]) == {
+        "extractors",
+        "comparators",
+        "benchmarks",
+        "policies",
+    }
     assert run["command"][:3] == ["potrun", "check", str(preds)]
     content = preds.read_bytes()
     assert run["inputs"]["preds"] == {
@@ -236,3 +242,17 @@ def test_table_shows_the_interval_the_breakdown_and_the_input_hash(tmp_path: Pat
     assert f"95% CI [{estimate.low:.4f}, {estimate.high:.4f}]" in text
     assert "source = finance" in text and "source = (missing)" in text
     assert hashlib.sha256(preds.read_bytes()).hexdigest()[:16] in text
+
+
+def test_the_rules_fingerprint_changes_with_any_rule_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "rules_probe"
+    (package / "inner").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "inner" / "judge.py").write_text("TOLERANCE = 1e-6\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = _package_digest("rules_probe")
+    (package / "inner" / "judge.py").write_text("TOLERANCE = 1e-4\n")  # a rule changed, same version
+    changed = _package_digest("rules_probe")
+    (package / "inner" / "judge.py").rename(package / "inner" / "judge2.py")  # same bytes, another file
+    renamed = _package_digest("rules_probe")
+    assert len({before, changed, renamed}) == 3
