@@ -140,7 +140,7 @@ CASES = [
         "import operator\nans = sorted([1, 2], key=operator.attrgetter('__class__'))\nans = 'ESCAPED'",
     ),
     _c("copy-dispatch-table", "import copy\ncopy.dispatch_table[int] = print\nans = 'ESCAPED'"),
-    _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error",)),
+    _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error", "policy_violation")),
     _c(
         "deepcopy-memo-keeps-originals",
         "import copy, string\nmemo = {}\ncopy.deepcopy(string.Template('$x'), memo)\nans = 'ESCAPED'",
@@ -287,7 +287,7 @@ CASES = [
     _c(
         "numpy-strides-out-of-bounds",
         "import numpy as np\na = np.zeros(2)\na.strides = (1 << 40,)\nans = 'ESCAPED'",
-        ("error",),
+        ("error", "policy_violation"),
     ),
     _c(
         "numpy-setfield-out-of-bounds",
@@ -416,7 +416,7 @@ CASES = [
     _c(
         "numpy-dtype-set-object",
         "import numpy as np\na = np.zeros(2, dtype=np.int64)\na.dtype = object\nans = 'ESCAPED'",
-        ("error",),
+        ("error", "policy_violation"),
     ),
     _c(
         "numpy-getfield-object",
