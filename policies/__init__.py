@@ -91,6 +91,12 @@ WRITABLE_BASES: dict[str, str] = {
     "typing.NamedTuple": "class factory; its instances are tuples",
 }
 
+# Modules all of whose classes are such bases: collections.abc's abstract classes (no state; their mixin
+# methods call the abstract ones by fixed names).
+WRITABLE_BASE_MODULES: dict[str, str] = {
+    "collections.abc": "abstract base classes: no state; their mixin methods call the abstract ones by fixed names",
+}
+
 # Attribute names refused everywhere: they lead to frames, code objects and globals.
 DENIED_NAMES: frozenset[str] = frozenset(
     {
@@ -167,6 +173,7 @@ __all__ = [
     "POLYNOMIAL_SUBMODULES",
     "WRITABLE_ATTRIBUTES",
     "WRITABLE_BASES",
+    "WRITABLE_BASE_MODULES",
     "PolicySpec",
     "get_policy",
     "module_allowed",

@@ -59,6 +59,7 @@ from potrun.policies import (
     DENIED_ATTRIBUTES,
     DENIED_NAMES,
     WRITABLE_ATTRIBUTES,
+    WRITABLE_BASE_MODULES,
     WRITABLE_BASES,
     PolicySpec,
     module_allowed,
@@ -315,7 +316,7 @@ class Guards:
             raise RuntimeError("Guards.begin() runs once per process")
         self._started = pid
         self._record.clear()
-        _install_library_guards(self._record_refusal)
+        _install_library_guards(self._record.append)  # the record's append, never the Guards
 
     def new_globals(self, printer_factory: Callable[..., Any]) -> dict[str, Any]:
         return {
@@ -345,9 +346,6 @@ class Guards:
         violation = PolicyViolation(rule, message, _program_line())
         self._record.append(violation)
         return violation
-
-    def _record_refusal(self, violation: PolicyViolation) -> None:
-        self._record.append(violation)
 
     # -- attribute reads ------------------------------------------------------------------------------
 
@@ -563,6 +561,7 @@ class Guards:
                     id(base) in self._classes
                     or (base.__module__ == "builtins" and not issubclass(base, type))
                     or base in _writable_bases()
+                    or base.__module__ in WRITABLE_BASE_MODULES
                     for base in cls.__mro__
                 )
             self._writable_kinds[cls] = known
@@ -959,9 +958,10 @@ def _made_by_sympy(cls: type) -> bool:
 
 
 def _origin_refusal(module_name: Any, what: str) -> str | None:
-    # This module's own functions are the guarded versions a program is given anyway.
+    # This module's own functions are the guarded versions a program is given anyway; its classes and
+    # their instances (the Guards, their record) are not the program's.
     if module_name == __name__:
-        return None
+        return None if what == "function" else f"a {what} of the policy's own"
     if not isinstance(module_name, str) or module_name.partition(".")[0] not in _ORIGINS:
         return f"a {what} of module {module_name!r}"
     return None
@@ -1025,7 +1025,7 @@ def _program_line() -> int | None:
 def _refuse_active(rule: str, message: str) -> PolicyViolation:
     """A refusal made outside the Guards' own methods (sympy's patched entry points, the library
     guards), recorded in the record of the Guards whose program runs: `_active_record` holds only
-    the function that appends to it, never the Guards."""
+    that record's `append`, never the Guards."""
     violation = PolicyViolation(rule, message, _program_line())
     record = _active_record[0]
     if record is not None:
