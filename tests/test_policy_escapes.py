@@ -519,7 +519,7 @@ CASES = [
     _c("numpy-r-string-guards-self", NUMPY_FRAME.format(key="self")),
     _c("numpy-r-string-active-guards", NUMPY_FRAME.format(key="_active")),
     _c("numpy-c-string-locals", NUMPY_FRAME.format(key="obj").replace("np.r_", "np.c_")),
-    _c("numpy-r-matrix-string", "import numpy as np\nm = np.r_['r', 'self']\nans = 'ESCAPED'", PV + ("error",)),
+    _c("numpy-r-matrix-string", "import numpy as np\nm = np.r_['r', 'self']\nans = 'ESCAPED'", (*PV, "error")),
     # The copy protocol: only reviewed kinds are rebuilt.
     _c("copy-of-a-partial", "import copy, functools\ncopy.copy(functools.partial(max, 1))\nans = 'ESCAPED'"),
     _c("deepcopy-of-a-template", "import copy, string\ncopy.deepcopy([string.Template('$x')])\nans = 'ESCAPED'"),

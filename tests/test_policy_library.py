@@ -146,7 +146,7 @@ def test_the_program_writes_any_name_on_what_it_made(seed: int) -> None:
     ids=["decimal-prec", "decimal-rounding", "ndarray-shape"],
 )
 def test_reviewed_library_settings_stay_writable(source: str) -> None:
-    status, value, guards = run(source)
+    status, _, guards = run(source)
     assert status == "ok", guards.violations
 
 
@@ -186,7 +186,7 @@ DANGEROUS = [
 )
 def test_values_that_come_into_reach_are_checked(make: Any, how: str) -> None:
     dangerous = make()
-    status, value, guards = run(how, {"hand": lambda: dangerous, "hand_list": lambda: [dangerous]})
+    status, value, _ = run(how, {"hand": lambda: dangerous, "hand_list": lambda: [dangerous]})
     assert status == "policy_violation", (how, value)
     assert value is not dangerous and not (isinstance(value, list) and dangerous in value)
 
