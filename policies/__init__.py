@@ -59,6 +59,44 @@ DENIED_ATTRIBUTES: dict[str, frozenset[str]] = {
     "numpy": frozenset({"ctypes", "cffi", "capsule", "data", "base", "tofile", "dump", "dumps", "resize"}),
 }
 
+# Attribute writes are default-deny (`restricted.Guards.write_attr`): a program writes attributes only on
+# what it made. These library classes' instances are settings a program may change, by these names only
+# (each a value its class checks; no name or code): decimal's context (`getcontext().prec = 50`), an
+# array's shape (numpy checks that the size is the same).
+WRITABLE_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "decimal.Context": frozenset({"prec", "rounding", "Emin", "Emax", "capitals", "clamp"}),
+    "numpy.ndarray": frozenset({"shape"}),
+}
+
+# Library classes a program's class may derive from and still write attributes on its instances: their
+# code reads no attribute of the instance as a name, a key of its `__dict__` or code (the allowlist
+# sweep in tests/test_allowlist_sweep.py checks it), so what the program writes stays its data.
+# A program class derived from any other library class (`functools.cached_property`, whose `attrname`
+# names the attribute its code sets) writes no attribute.
+WRITABLE_BASES: dict[str, str] = {
+    "collections.Counter": "a dict of counts; its code reads no attribute by name",
+    "collections.OrderedDict": "a dict; its code reads no attribute by name",
+    "collections.defaultdict": "a dict in C",
+    "collections.deque": "a sequence in C",
+    "collections.UserDict": "keeps its items in `data`, which it only reads",
+    "collections.UserList": "keeps its items in `data`, which it only reads",
+    "collections.ChainMap": "keeps its mappings in `maps`, which it only reads",
+    "fractions.Fraction": "a number; its state is in slots read by fixed names",
+    "numbers.Number": "abstract base class: no state",
+    "numbers.Complex": "abstract base class: no state",
+    "numbers.Real": "abstract base class: no state",
+    "numbers.Rational": "abstract base class: no state",
+    "numbers.Integral": "abstract base class: no state",
+    "typing.Generic": "typing's base for generic classes: no instance state",
+    "typing.NamedTuple": "class factory; its instances are tuples",
+}
+
+# Modules all of whose classes are such bases: collections.abc's abstract classes (no state; their mixin
+# methods call the abstract ones by fixed names).
+WRITABLE_BASE_MODULES: dict[str, str] = {
+    "collections.abc": "abstract base classes: no state; their mixin methods call the abstract ones by fixed names",
+}
+
 # Attribute names refused everywhere: they lead to frames, code objects and globals.
 DENIED_NAMES: frozenset[str] = frozenset(
     {
@@ -133,6 +171,9 @@ __all__ = [
     "POLICIES",
     "POLICY_NAMES",
     "POLYNOMIAL_SUBMODULES",
+    "WRITABLE_ATTRIBUTES",
+    "WRITABLE_BASES",
+    "WRITABLE_BASE_MODULES",
     "PolicySpec",
     "get_policy",
     "module_allowed",

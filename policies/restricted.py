@@ -38,13 +38,14 @@ import dis
 import io
 import keyword
 import operator
+import os
 import string
 import sys
 import tokenize
 import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from RestrictedPython.Guards import (
     guarded_iter_unpack_sequence,
@@ -57,12 +58,18 @@ from potrun.policies import (
     ALLOWED_MODULES,
     DENIED_ATTRIBUTES,
     DENIED_NAMES,
+    WRITABLE_ATTRIBUTES,
+    WRITABLE_BASE_MODULES,
+    WRITABLE_BASES,
     PolicySpec,
     module_allowed,
 )
 from potrun.policies.members import MEMBERS
 
 PROGRAM_MODULE = "__potrun_program__"
+# A key of every restricted program's globals: how the library guards know a restricted program's frame
+# (a trusted or pure program's frames have the same file name, not this key).
+PROGRAM_MARK = "_restricted_program_"
 _MISSING: Any = object()
 FILENAME = "<program>"
 
@@ -107,9 +114,46 @@ class _Transformer(RestrictingNodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         """The attribute's name is checked first (`forbidden_name`); what it is read from is visited
-        as any other node."""
+        as any other node. `o.a = v` and `del o.a` become `_write_attr_(o, "a").a`: attribute writes
+        have a guard of their own (default deny: only on what the program made), item writes keep
+        `_write_`."""
         with self._checking("forbidden_name"):
-            return super().visit_Attribute(node)
+            visited = super().visit_Attribute(node)
+        if isinstance(visited, ast.Attribute) and isinstance(visited.ctx, (ast.Store, ast.Del)):
+            write = visited.value
+            if isinstance(write, ast.Call) and isinstance(write.func, ast.Name) and write.func.id == "_write_":
+                write.func.id = "_write_attr_"
+                write.args.append(ast.Constant(visited.attr))
+        return visited
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        """What a call returns passes the check of an attribute read: `f(x)` becomes
+        `_result_(f(x))` (a library call may hand back what no attribute read would)."""
+        call = cast(ast.expr, super().visit_Call(node))
+        return ast.copy_location(ast.Call(func=ast.Name("_result_", ast.Load()), args=[call], keywords=[]), node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        """A function's arguments pass the check of an attribute read on entry: library code calls the
+        program's functions (map, sorted's key, reduce) with values the program never read itself."""
+        visited = super().visit_FunctionDef(node)
+        if isinstance(visited, ast.FunctionDef):
+            names = _parameter_names(visited.args)
+            if names:
+                check = ast.Expr(_params_call(names))
+                docstring = ast.get_docstring(visited, clean=False) is not None
+                visited.body.insert(1 if docstring else 0, ast.copy_location(check, visited.body[0]))
+        return visited
+
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        """As a function's: `lambda a: body` becomes `lambda a: _params_(a) or body`."""
+        visited = super().visit_Lambda(node)
+        if isinstance(visited, ast.Lambda):
+            names = _parameter_names(visited.args)
+            if names:
+                visited.body = ast.copy_location(
+                    ast.BoolOp(op=ast.Or(), values=[_params_call(names), visited.body]), visited.body
+                )
+        return visited
 
     def node_contents_visit(self, node: Any) -> Any:
         """The children of a node are checked by their own rules, whatever check visits them."""
@@ -153,6 +197,18 @@ class _Transformer(RestrictingNodeTransformer):
             return node
         parts = [part or ast.Constant(None) for part in (node.lower, node.upper, node.step)]
         return ast.Call(func=ast.Name("slice", ast.Load()), args=parts, keywords=[])
+
+
+def _parameter_names(arguments: ast.arguments) -> list[str]:
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+    return [arg.arg for arg in every]
+
+
+def _params_call(names: list[str]) -> ast.Call:
+    return ast.Call(
+        func=ast.Name("_params_", ast.Load()), args=[ast.Name(name, ast.Load()) for name in names], keywords=[]
+    )
 
 
 _AUG_OPS: dict[type, str] = {
@@ -200,12 +256,39 @@ def compile_restricted_program(source: str) -> types.CodeType:
 
 
 class Guards:
-    """The run-time half of the policy. One instance per runner; `begin()` resets it per program."""
+    """The run-time half of the policy. One instance per process that runs restricted programs;
+    `begin()` once, before its program.
+
+    Its state is out of a program's reach and cannot be rewritten from Python: it has no `__dict__`,
+    its record of refusals is a list only its own methods hold (`violations` is a copy, a tuple), the
+    allowlists are frozen when it is made, `begin()` runs once per process (a program that reached
+    the object could not empty its record), and no module global refers to it (library code that
+    reads a frame is refused anyway, see `_install_library_guards`)."""
+
+    __slots__ = (
+        "_classes",
+        "_denied_ids",
+        "_guarded",
+        "_kinds",
+        "_namespaces",
+        "_namespaces_for",
+        "_ndarray_stand_in",
+        "_record",
+        "_started",
+        "_writable_kinds",
+        "builtins",
+        "spec",
+    )
 
     def __init__(self, spec: PolicySpec) -> None:
         self.spec = spec
-        self.violations: list[PolicyViolation] = []
-        self.imported: set[str] = set()
+        self._record: list[PolicyViolation] = []
+        self._started: int | None = None  # the process id that began, once
+        # The classes the program's `class` statements made (by identity, kept alive so that an id is
+        # never reused): the objects it may write attributes to (`write_attr`).
+        self._classes: dict[int, type] = {}
+        self._writable_kinds: dict[type, bool] = {}
+        self._kinds: dict[type, str | None] = {}  # why any instance of a class is refused, or None
         self.builtins = self._make_builtins()
         # Builtins the program was not given (by identity): reaching one by any path is refused.
         given = {id(value) for value in self.builtins.values()}
@@ -219,10 +302,21 @@ class Guards:
         self._namespaces_for: tuple[int, str | None] = (-1, None)  # sys.modules when _namespaces was made
         self._ndarray_stand_in: type | None = None
 
+    @property
+    def violations(self) -> tuple[PolicyViolation, ...]:
+        """The refusals recorded since `begin()`, first first (a copy: the record is append-only)."""
+        return tuple(self._record)
+
     def begin(self) -> None:
-        self.violations.clear()
-        self.imported.clear()
-        _active[:] = [self]
+        """Start the process's program: once per process, so that no one who reached this object can
+        empty its record. Library code's frame reads and text evaluation are refused from now on while
+        a restricted program is on the stack."""
+        pid = os.getpid()
+        if self._started is not None and self._started == pid:
+            raise RuntimeError("Guards.begin() runs once per process")
+        self._started = pid
+        self._record.clear()
+        _install_library_guards(self._record.append)  # the record's append, never the Guards
 
     def new_globals(self, printer_factory: Callable[..., Any]) -> dict[str, Any]:
         return {
@@ -235,18 +329,22 @@ class Guards:
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
             "_unpack_sequence_": guarded_unpack_sequence,
             "_write_": self.write,
+            "_write_attr_": self.write_attr,
+            "_result_": self.result,
+            "_params_": self.params,
             "_inplacevar_": _inplacevar,
             "_aug_item_": self.aug_item,
             "_aug_attr_": self.aug_attr,
             "_apply_": self.apply,
             "_print_": printer_factory,
+            PROGRAM_MARK: True,
         }
 
     # -- refusals --------------------------------------------------------------------------------
 
     def refuse(self, rule: str, message: str) -> PolicyViolation:
         violation = PolicyViolation(rule, message, _program_line())
-        self.violations.append(violation)
+        self._record.append(violation)
         return violation
 
     # -- attribute reads ------------------------------------------------------------------------------
@@ -336,8 +434,13 @@ class Guards:
             # Their class is Cython's own; the function says which module it belongs to.
             return _origin_refusal(getattr(value, "__module__", None), "function")
         # Any other object: its class must come from where a program's classes may come from (no
-        # _thread locks, cffi pointers, importlib's records...).
-        return _origin_refusal(getattr(kind, "__module__", None), f"{kind.__name__} object")
+        # _thread locks, cffi pointers, importlib's records...). Decided once per class.
+        try:
+            return self._kinds[kind]
+        except KeyError:
+            reason = None if _made_by_sympy(kind) else _origin_refusal(kind.__module__, f"{kind.__name__} object")
+            self._kinds[kind] = reason
+            return reason
 
     def _is_namespace(self, mapping: dict[Any, Any]) -> bool:
         """Is this dict a module's __dict__, sys.modules, or a builtins dict? Every module namespace
@@ -366,16 +469,42 @@ class Guards:
         return self.reached(value, f"an item of {_owner_name(obj)}")
 
     def getiter(self, obj: Any) -> Any:
-        """`for x in obj`: never over a module namespace, sys.modules or a builtins dict."""
+        """`for x in obj`: never over a module namespace, sys.modules or a builtins dict, and each item
+        passes the check of an attribute read (a list a library built may hold what no read gives)."""
         if type(obj) is dict and self._is_namespace(obj):
             raise self.refuse("forbidden_attribute", "iterating over a module namespace is not allowed")
-        return iter(obj)
+        iterator = iter(obj)
+        if type(obj) in _PLAIN_ITEMS:
+            return iterator
+        return map(self._item, iterator)
+
+    def _item(self, value: Any) -> Any:
+        if type(value) in _PLAIN:
+            return value
+        return self.reached(value, "an item")
+
+    def result(self, value: Any) -> Any:
+        """What a call returned: checked as an attribute read is."""
+        if type(value) in _PLAIN:
+            return value
+        return self.reached(value, "a call's result")
+
+    def params(self, *values: Any) -> None:
+        """A program function's arguments, on entry: checked as attribute reads are."""
+        for value in values:
+            if type(value) not in _PLAIN:
+                self.reached(value, "an argument")
 
     def apply(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """A call with *args or **kwargs: keyword names follow the name rules (no leading underscore)."""
+        """A call with *args or **kwargs: keyword names follow the name rules (no leading underscore),
+        and what was unpacked into the call passes the check of an item."""
         for key in kwargs:
             if key[:1] == "_":
                 raise self.refuse("forbidden_name", f"keyword argument {key!r} is not allowed")
+        for value in args:
+            self._item(value)
+        for value in kwargs.values():
+            self._item(value)
         return func(*args, **kwargs)
 
     def _type(self, *args: Any) -> Any:
@@ -388,14 +517,13 @@ class Guards:
     # -- writes ------------------------------------------------------------------------------------
 
     def write(self, obj: Any) -> Any:
-        """Attribute and item writes: only to the program's own objects and plain containers."""
+        """Item writes (`x[k] = v`): only to the program's own objects and plain containers, never to a
+        module, a library class or function, a namespace, or a policy violation."""
         if isinstance(obj, types.ModuleType):
             raise self.refuse("module_write", f"writing to module {obj.__name__!r} is not allowed")
-        if isinstance(obj, type) and obj.__module__ != PROGRAM_MODULE:
+        if isinstance(obj, type) and id(obj) not in self._classes:
             raise self.refuse("class_write", f"writing to class {obj.__name__!r} is not allowed")
-        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) and (
-            getattr(obj, "__module__", None) != PROGRAM_MODULE
-        ):
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) and not _program_function(obj):
             raise self.refuse("function_write", "writing to a library function is not allowed")
         if type(obj) is dict and self._is_namespace(obj):
             raise self.refuse("module_write", "writing to a module namespace is not allowed")
@@ -403,11 +531,55 @@ class Guards:
             raise self.refuse("module_write", "changing a policy violation is not allowed")
         return obj
 
+    def write_attr(self, obj: Any, name: str) -> Any:
+        """Attribute writes (`o.a = v`, `del o.a`), default deny: a program writes attributes only on
+        what it made (its classes, their instances, its functions), and on the few library objects whose
+        attributes are settings (`WRITABLE_ATTRIBUTES`: decimal's context precision...). A library
+        object's attributes are its code's inputs: `cached_property.attrname` names the attribute its
+        code then sets, by the real setattr, on any instance (`__array_interface__`, `__reduce_ex__`)."""
+        self.write(obj)
+        if isinstance(obj, (type, types.FunctionType)) or self._writable_instance(type(obj)):
+            return obj
+        if name in _writable_attributes(type(obj)):
+            return obj
+        raise self.refuse(
+            "object_write",
+            f"writing attribute {name!r} of a {type(obj).__name__} object is not allowed (the program did not make it)",
+        )
+
+    def _writable_instance(self, cls: type) -> bool:
+        """Are instances of `cls` the program's own: a class its `class` statement made, whose every
+        base is the program's too, a builtin class (whose state is in C, read by no name) or a
+        reviewed library base (`WRITABLE_BASES`)? Exact builtin objects (an exception) have nothing a
+        library reads either."""
+        known = self._writable_kinds.get(cls)
+        if known is None:
+            if id(cls) not in self._classes:
+                known = cls.__module__ == "builtins" and cls is not type and not issubclass(cls, type)
+            else:
+                known = all(
+                    id(base) in self._classes
+                    or (base.__module__ == "builtins" and not issubclass(base, type))
+                    or base in _writable_bases()
+                    or base.__module__ in WRITABLE_BASE_MODULES
+                    for base in cls.__mro__
+                )
+            self._writable_kinds[cls] = known
+        return known
+
+    def _build_class(self, func: Any, name: Any, *bases: Any, **kwargs: Any) -> Any:
+        """A `class` statement: the class is noted as the program's (by identity, never by its
+        `__module__`, which library factories let a caller choose)."""
+        cls = builtins.__build_class__(func, name, *bases, **kwargs)
+        if isinstance(cls, type):
+            self._classes[id(cls)] = cls
+        return cls
+
     def aug_item(self, obj: Any, key: Any, op: str, value: Any) -> None:
         self.write(obj)[key] = _INPLACE[op](self.getitem(obj, key), value)
 
     def aug_attr(self, obj: Any, name: str, op: str, value: Any) -> None:
-        setattr(self.write(obj), name, _INPLACE[op](self.getattr(obj, name), value))
+        setattr(self.write_attr(obj, name), name, _INPLACE[op](self.getattr(obj, name), value))
 
     # -- imports -----------------------------------------------------------------------------------
 
@@ -422,13 +594,12 @@ class Guards:
         """Imports: allowlisted modules only. A from-import gets a fresh module object that holds only
         the names asked for, each read through the member guard (so `from operator import getitem`
         gets the guarded one and `from numpy import load` is refused)."""
-        if level == 0 and not _import_statement(sys._getframe(1)):
+        if level == 0 and not _import_statement(_real_getframe(1)):
             return self._implicit_import(name, fromlist)
         name = _exact_str(name)
         if level != 0 or not module_allowed(name, self.spec.allowed_modules):
             raise self.refuse("forbidden_import", f"import of {name!r} is not allowed")
         module = __import__(name, None, None, fromlist or (), 0)
-        self.imported.add(name.partition(".")[0])
         if name.partition(".")[0] == "sympy":
             close_sympy_escape_hatches()
         if not fromlist:
@@ -496,6 +667,7 @@ class Guards:
                 "zip": lambda *its, **kw: zip(*map(iter, its), **kw),  # noqa: B905 (the program's `strict` passes)
                 "tuple": lambda iterable=(): tuple(iter(iterable)),
                 "type": self._type,
+                "__build_class__": self._build_class,
             }
         )
         for name in _DENIED_BUILTINS:
@@ -530,12 +702,22 @@ class Guards:
             return lambda obj: getattr_(obj, name)(*args, **kwargs)
 
         refuse = self.refuse
+        copy_refusal = self._copy_refusal
+
+        def shallow_copy(x: Any) -> Any:
+            reason = copy_refusal(x, deep=False)
+            if reason is not None:
+                raise refuse("forbidden_call", f"copy.copy of {reason} is not allowed (not reviewed)")
+            return copy.copy(x)
 
         def deepcopy(x: Any, memo: Any = None) -> Any:
             # deepcopy keeps every original it copied alive in memo[id(memo)]: a memo of the
             # program's own would hand it a library object's real __dict__.
             if memo is not None:
                 raise refuse("forbidden_call", "copy.deepcopy with a memo of the program's is not allowed")
+            reason = copy_refusal(x, deep=True)
+            if reason is not None:
+                raise refuse("forbidden_call", f"copy.deepcopy of {reason} is not allowed (not reviewed)")
             return copy.deepcopy(x)
 
         return {
@@ -543,9 +725,51 @@ class Guards:
             ("operator", "itemgetter"): itemgetter,
             ("operator", "attrgetter"): attrgetter,
             ("operator", "methodcaller"): methodcaller,
+            ("copy", "copy"): shallow_copy,
             ("copy", "deepcopy"): deepcopy,
             ("numpy", "ndarray"): self._ndarray,
         }
+
+    def _copy_refusal(self, root: Any, *, deep: bool) -> str | None:
+        """What a copy of `root` would rebuild through a protocol the policy has not reviewed, or None.
+        copy and deepcopy rebuild an object from what its `__reduce_ex__` returns (a callable, its
+        arguments, a state they write with the real setattr or `__dict__.update`): default deny, only
+        plain data, the program's own objects (their state is their `__dict__`, of checked names) and
+        the library classes of `REVIEWED_COPIES` (their own hooks) are copied. Deep: everything it
+        holds, up to COPY_REVIEW_LIMIT objects."""
+        stack, seen = [root], set()
+        while stack:
+            value = stack.pop()
+            kind = type(value)
+            if kind in _COPY_ATOMIC or id(value) in seen:
+                continue
+            seen.add(id(value))
+            if len(seen) > COPY_REVIEW_LIMIT:
+                return f"more than {COPY_REVIEW_LIMIT} objects"
+            children: Any = ()
+            if kind in (list, tuple, set, frozenset):
+                children = value
+            elif kind is dict:
+                if self._is_namespace(value):
+                    return "a module's namespace"
+                children = [*value.keys(), *value.values()]
+            elif isinstance(value, type) or kind in (types.FunctionType, types.BuiltinFunctionType):
+                continue  # copied as the same object
+            elif id(kind) in self._classes and self._writable_instance(kind):
+                state = getattr(value, "__dict__", {})
+                if type(state) is not dict or any(type(key) is not str or key[:1] == "_" for key in state):
+                    return f"a {kind.__name__} object with attributes the program could not name"
+                children = [*state.values(), *(value if isinstance(value, (list, tuple, set, frozenset, dict)) else ())]
+                if isinstance(value, dict):
+                    children.extend(value.values())
+            else:
+                reviewed = _reviewed_copy(kind)
+                if reviewed is None:
+                    return f"a {kind.__name__} object"
+                children = reviewed(value)
+            if deep:
+                stack.extend(children)
+        return None
 
     def _ndarray(self) -> type:
         """The stand-in for numpy.ndarray: isinstance() and issubclass() answer as for the real class,
@@ -663,6 +887,9 @@ _PLAIN: frozenset[type] = frozenset(
     {int, float, complex, bool, str, bytes, type(None), tuple, list, set, frozenset, range, slice}
 )
 
+# Iterables whose items are always plain (a str's are str, a range's int): iterated unchecked.
+_PLAIN_ITEMS: frozenset[type] = frozenset({str, bytes, range})
+
 # Kinds of object a program may never hold, whatever path leads there: frames and tracebacks (f_back,
 # f_globals), code (its constructor makes any bytecode), cells, class namespaces.
 _DENIED_KINDS: frozenset[type] = frozenset(
@@ -719,13 +946,22 @@ def _class_refusal(cls: type) -> str | None:
     real = _real_ndarray()
     if real is not None and cls is not real and issubclass(cls, real) and cls.__module__ != PROGRAM_MODULE:
         return f"the ndarray subclass {cls.__name__!r}"
+    if _made_by_sympy(cls):
+        return None
     return _origin_refusal(getattr(cls, "__module__", None), "class")
 
 
+def _made_by_sympy(cls: type) -> bool:
+    """A class made by one of sympy's metaclasses (`Function("f")`: its namespace is checked, see
+    `close_sympy_escape_hatches`; such classes have no `__module__`)."""
+    return _from_sympy(type(cls))
+
+
 def _origin_refusal(module_name: Any, what: str) -> str | None:
-    # This module's own functions are the guarded versions a program is given anyway.
+    # This module's own functions are the guarded versions a program is given anyway; its classes and
+    # their instances (the Guards, their record) are not the program's.
     if module_name == __name__:
-        return None
+        return None if what == "function" else f"a {what} of the policy's own"
     if not isinstance(module_name, str) or module_name.partition(".")[0] not in _ORIGINS:
         return f"a {what} of module {module_name!r}"
     return None
@@ -778,7 +1014,7 @@ def _owner_name(obj: Any) -> str:
 
 def _program_line() -> int | None:
     """The line of the innermost program frame on the stack, for the violation report."""
-    frame: types.FrameType | None = sys._getframe(1)
+    frame: types.FrameType | None = _real_getframe(1)
     while frame is not None:
         if frame.f_code.co_filename == FILENAME:
             return frame.f_lineno
@@ -786,14 +1022,195 @@ def _program_line() -> int | None:
     return None
 
 
-# The Guards whose program is running: sympy's patched entry points record their refusals there.
-_active: list[Guards] = []
-
-
 def _refuse_active(rule: str, message: str) -> PolicyViolation:
-    if _active:
-        return _active[0].refuse(rule, message)
-    return PolicyViolation(rule, message, _program_line())
+    """A refusal made outside the Guards' own methods (sympy's patched entry points, the library
+    guards), recorded in the record of the Guards whose program runs: `_active_record` holds only
+    that record's `append`, never the Guards."""
+    violation = PolicyViolation(rule, message, _program_line())
+    record = _active_record[0]
+    if record is not None:
+        record(violation)
+    return violation
+
+
+_active_record: list[Callable[[PolicyViolation], None] | None] = [None]
+
+# -- library code that reads frames or evaluates text ------------------------------------------------
+#
+# While a restricted program is on the stack, library code may not read a frame (`sys._getframe`, so
+# `inspect.currentframe`, `inspect.stack`...) nor evaluate text (`eval`, `exec`, `compile`) unless the
+# calling function was reviewed (`REVIEWED_FRAME_READERS`, `REVIEWED_EVALUATORS`): numpy's `r_["name"]`
+# evaluated names in its caller's frame, which under the guards is the guards' own, and handed out
+# their live state. A module's own import-time code is its own (the program chose only to import it).
+# Installed by `Guards.begin()`, once per process; outside a restricted program they change nothing.
+
+_real_getframe = sys._getframe
+_real_eval, _real_exec, _real_compile = builtins.eval, builtins.exec, builtins.compile
+
+# (module, qualified name) of functions that may read a frame: each reads only its caller's __name__.
+REVIEWED_FRAME_READERS: dict[tuple[str, str], str] = {
+    ("collections", "namedtuple"): "reads the caller's __name__ for the new class's __module__",
+    ("typing", "_caller"): "reads the caller's __name__ for a typing construct's __module__",
+    ("sympy.utilities.lambdify", "lambdify"): "matches its caller's locals by identity to name arguments in a"
+    " docstring; reached only through lambdify's check",
+}
+# (module, qualified name) of functions that may evaluate text, each over text it made or checked.
+REVIEWED_EVALUATORS: dict[tuple[str, str], str] = {
+    ("collections", "namedtuple"): "evaluates a fixed template over checked identifiers",
+    ("dataclasses", "_create_fn"): "executes generated methods over the class's checked field names",
+    ("sympy.parsing.sympy_parser", "parse_expr"): "reached only through parse_expr's check (see below)",
+    ("sympy.parsing.sympy_parser", "eval_expr"): "reached only through parse_expr's check",
+    ("sympy.utilities.lambdify", "lambdify"): "reached only through lambdify's check (see below)",
+    ("sympy.utilities.lambdify", "_import"): "executes fixed import statements of lambdify's namespaces",
+    ("sympy.polys.monomials", "MonomialOps._build"): "executes a fixed template over integer-named variables",
+    ("sympy.polys.ring_series", "_rs_series"): "evaluates a name from its own fixed table (_convert_func)",
+}
+
+
+def _caller_key(frame: types.FrameType) -> tuple[str, str]:
+    return frame.f_globals.get("__name__", ""), frame.f_code.co_qualname
+
+
+def _restricted_program_below(frame: types.FrameType | None) -> bool:
+    """Is a restricted program's frame at or below `frame`, with no module import in between?"""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == FILENAME:
+            if PROGRAM_MARK in frame.f_globals:
+                return True
+        elif code.co_name == "_call_with_frames_removed" and code.co_filename.startswith("<frozen importlib"):
+            return False  # a module's top-level code, run by an import
+        frame = frame.f_back
+    return False
+
+
+def _library_refusal(caller: types.FrameType, reviewed: dict[tuple[str, str], str]) -> bool:
+    return _caller_key(caller) not in reviewed and _restricted_program_below(caller)
+
+
+def _guarded_getframe(depth: int = 0, /) -> types.FrameType:
+    caller = _real_getframe(1)
+    if _caller_key(caller) == ("inspect", "currentframe") and caller.f_back is not None:
+        caller = caller.f_back  # whoever asked inspect for its frame
+    if _library_refusal(caller, REVIEWED_FRAME_READERS):
+        module, name = _caller_key(caller)
+        raise _refuse_active("forbidden_call", f"{module}.{name} reads a frame; not allowed")
+    return _real_getframe(depth + 1)
+
+
+def _evaluator(real: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        caller = _real_getframe(1)
+        if _library_refusal(caller, REVIEWED_EVALUATORS):
+            module, name = _caller_key(caller)
+            raise _refuse_active("forbidden_call", f"{module}.{name} calls {what}(); not allowed")
+        # This module's `from __future__ import annotations` must not pass to the caller's code.
+        if what == "compile":
+            if len(args) < 5 and "dont_inherit" not in kwargs:
+                kwargs["dont_inherit"] = True
+        elif args and isinstance(args[0], (str, bytes)):
+            args = (_real_compile(args[0], "<string>", what, dont_inherit=True), *args[1:])
+        if what != "compile" and len(args) == 1 and "globals" not in kwargs:
+            # Without a namespace, eval and exec use their caller's: the caller's, not this function's.
+            args = (args[0], caller.f_globals, caller.f_locals)
+        return real(*args, **kwargs)
+
+    guarded.__name__ = guarded.__qualname__ = what
+    return guarded
+
+
+def _install_library_guards(record: Callable[[PolicyViolation], None]) -> None:
+    """Refusals go to `record` from now on; the frame and evaluation guards are installed once."""
+    _active_record[0] = record
+    if sys._getframe is _real_getframe:
+        sys._getframe = _guarded_getframe
+        builtins.eval = _evaluator(_real_eval, "eval")
+        builtins.exec = _evaluator(_real_exec, "exec")
+        builtins.compile = _evaluator(_real_compile, "compile")
+
+
+COPY_REVIEW_LIMIT = 1_000_000
+_COPY_ATOMIC: frozenset[type] = frozenset(
+    {int, float, complex, bool, str, bytes, type(None), range, slice, type(Ellipsis), type(NotImplemented)}
+)
+
+
+def _no_children(value: Any) -> Any:
+    return ()
+
+
+def _items(value: Any) -> Any:
+    return list(value)
+
+
+def _mapping_items(value: Any) -> Any:
+    return [*value.keys(), *value.values()]
+
+
+def _array_items(value: Any) -> Any:
+    return value.ravel().tolist() if value.dtype.hasobject else ()
+
+
+# Library classes whose copy protocol was reviewed (their own __reduce_ex__/__copy__/__deepcopy__
+# rebuild them from their own state), and what they hold that a deep copy copies too.
+REVIEWED_COPIES: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(
+        ("fractions.Fraction", "decimal.Decimal", "decimal.Context", "random.Random", "re.Pattern", "re.Match"),
+        _no_children,
+    ),
+    **dict.fromkeys(
+        ("datetime.date", "datetime.datetime", "datetime.time", "datetime.timedelta", "datetime.timezone"),
+        _no_children,
+    ),
+    **dict.fromkeys(("collections.Counter", "collections.OrderedDict", "collections.defaultdict"), _mapping_items),
+    "collections.deque": _items,
+    "numpy.ndarray": _array_items,
+}
+
+
+def _reviewed_copy(kind: type) -> Callable[[Any], Any] | None:
+    """How to list what an instance of exactly `kind` holds, when its copy protocol was reviewed; None
+    otherwise. numpy's scalars and sympy's immutable expressions are reviewed as families (a program's
+    own subclass of one is not: `_classes`)."""
+    for dotted, children in REVIEWED_COPIES.items():
+        if _resolve(dotted) is kind:
+            return children
+    module = getattr(kind, "__module__", None)
+    if not isinstance(module, str):
+        return None
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and module.startswith("numpy") and issubclass(kind, numpy.generic):
+        return _no_children
+    if module.startswith("sympy."):
+        basic = getattr(sys.modules.get("sympy"), "Basic", None)
+        if basic is not None and issubclass(kind, basic):
+            return _no_children
+    return None
+
+
+def _program_function(function: Any) -> bool:
+    """Was this function defined by the program's own code (not only given its `__module__`)?"""
+    code = getattr(function, "__code__", None)
+    return type(function) is types.FunctionType and isinstance(code, types.CodeType) and code.co_filename == FILENAME
+
+
+def _writable_attributes(cls: type) -> frozenset[str]:
+    """The reviewed attribute names a program may set on an instance of exactly this library class."""
+    for dotted, names in WRITABLE_ATTRIBUTES.items():
+        if _resolve(dotted) is cls:
+            return names
+    return frozenset()
+
+
+def _writable_bases() -> frozenset[type]:
+    return frozenset(cls for cls in map(_resolve, WRITABLE_BASES) if isinstance(cls, type))
+
+
+def _resolve(dotted: str) -> Any:
+    """`module.Name` of a loaded module, or None (a class of a module not loaded has no instance)."""
+    module_name, _, name = dotted.rpartition(".")
+    module = sys.modules.get(module_name)
+    return getattr(module, name, None) if module is not None else None
 
 
 _sympy_closed = False
@@ -908,7 +1325,7 @@ def _sympy_transformations(kwargs: dict[str, Any]) -> bool:
 def _in_module_import() -> bool:
     """Is the innermost program frame, if any, below a module's import (so the caller is that module's
     top-level code)?"""
-    frame: types.FrameType | None = sys._getframe(2)
+    frame: types.FrameType | None = _real_getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename == FILENAME:

@@ -89,6 +89,55 @@ poke(address(payload) + 24, bdict)
 ans = payload()
 """
 
+# Issue 35's first example: a cached_property whose attrname the program renamed puts a program dict
+# under __array_interface__ on a program object; numpy reads it as an array over any address.
+CACHED_PROPERTY_MEMORY = """
+import functools
+import numpy as np
+iface = {"shape": (1,), "typestr": "<u8", "data": (0, False), "version": 3}
+def holder(a=len):
+    return a
+iface["data"] = (int(str(holder).split(" at ")[1].rstrip(">"), 16), False)
+def f(self):
+    return iface
+cp = functools.cached_property(f)
+class C:
+    x = cp
+cp.attrname = "__array_interface__"
+c = C()
+c.x
+word = int(np.asarray(c)[0])
+ans = "ESCAPED"
+"""
+
+# The copy protocol: an instance-dict __reduce_ex__ (put there as above) makes copy rebuild any object
+# and update its __dict__ with the real setattr: a library module's members replaced.
+CACHED_PROPERTY_REDUCE = """
+import copy, functools, statistics
+def evil(proto):
+    return (lambda: statistics, (), ({{}}, {{"mean": max}}))
+def f(self):
+    return evil
+cp = functools.cached_property(f)
+class C:
+    x = cp
+cp.attrname = "__reduce_ex__"
+c = C()
+c.x
+{copy}
+ans = "ESCAPED" if statistics.mean is max else "not escaped"
+"""
+
+# Issue 35's second example: a string key makes numpy evaluate names in its caller's frame.
+NUMPY_FRAME = """
+import numpy as np
+m = np.r_['{key}']
+for row in m.tolist():
+    for item in row:
+        item.begin()
+ans = "ESCAPED"
+"""
+
 CASES = [
     # ---- 1. library functions that work on attribute names given as strings -------------------------
     _c(
@@ -140,7 +189,7 @@ CASES = [
         "import operator\nans = sorted([1, 2], key=operator.attrgetter('__class__'))\nans = 'ESCAPED'",
     ),
     _c("copy-dispatch-table", "import copy\ncopy.dispatch_table[int] = print\nans = 'ESCAPED'"),
-    _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error",)),
+    _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error", "policy_violation")),
     _c(
         "deepcopy-memo-keeps-originals",
         "import copy, string\nmemo = {}\ncopy.deepcopy(string.Template('$x'), memo)\nans = 'ESCAPED'",
@@ -287,7 +336,7 @@ CASES = [
     _c(
         "numpy-strides-out-of-bounds",
         "import numpy as np\na = np.zeros(2)\na.strides = (1 << 40,)\nans = 'ESCAPED'",
-        ("error",),
+        ("error", "policy_violation"),
     ),
     _c(
         "numpy-setfield-out-of-bounds",
@@ -416,7 +465,7 @@ CASES = [
     _c(
         "numpy-dtype-set-object",
         "import numpy as np\na = np.zeros(2, dtype=np.int64)\na.dtype = object\nans = 'ESCAPED'",
-        ("error",),
+        ("error", "policy_violation"),
     ),
     _c(
         "numpy-getfield-object",
@@ -432,6 +481,52 @@ CASES = [
         "import numpy as np\nans = np.random.default_rng().bit_generator.capsule\nans = 'ESCAPED'",
     ),
     _c("numpy-bitgen-lock", "import numpy as np\nans = np.random.default_rng().bit_generator.lock\nans = 'ESCAPED'"),
+    # ---- 5. library machinery (issue 35, class 3) ------------------------------------------------------
+    # Writes to library objects: cached_property's attrname names the attribute its code then sets with
+    # the real setattr on any instance; numpy reads __array_interface__ from it (memory at any address).
+    _c("cached-property-array-interface", CACHED_PROPERTY_MEMORY),
+    _c(
+        "cached-property-subclass-attrname",
+        CACHED_PROPERTY_MEMORY.replace(
+            "cp = functools.cached_property(f)", "class CP(functools.cached_property):\n    pass\ncp = CP(f)"
+        ),
+    ),
+    _c(
+        "cached-property-reduce-ex-copy",
+        CACHED_PROPERTY_REDUCE.format(copy="copy.copy(c)"),
+    ),
+    _c(
+        "cached-property-reduce-ex-deepcopy",
+        CACHED_PROPERTY_REDUCE.format(copy="copy.deepcopy([c])"),
+    ),
+    _c("partial-attribute-write", "import functools\np = functools.partial(max)\np.attrname = 1\nans = 'ESCAPED'"),
+    _c("random-instance-write", "import random\nr = random.Random(1)\nr.gauss_next = 'x'\nans = 'ESCAPED'"),
+    _c("sympy-symbol-name-write", "import sympy\nx = sympy.Symbol('x')\nx.name = '__class__'\nans = 'ESCAPED'"),
+    _c("numpy-flags-write", "import numpy as np\na = np.zeros(2)\na.flags.writeable = True\nans = 'ESCAPED'"),
+    _c(
+        "library-subclass-instance-write",
+        "import functools\nclass P(functools.partial):\n    pass\np = P(max)\np.attrname = 1\nans = 'ESCAPED'",
+    ),
+    _c(
+        "namedtuple-forged-module-class-write",
+        "import collections\nT = collections.namedtuple('T', 'a', module='__potrun_program__')\nT.attrname = 1\n"
+        "ans = 'ESCAPED'",
+    ),
+    _c("sympy-function-class-write", "import sympy\nf = sympy.Function('f')\nf.attrname = 1\nans = 'ESCAPED'"),
+    # Library code that reads its caller's frame: numpy's r_/c_ evaluate a string key's names in the frame
+    # that called them, the guards' own (their locals, this module's globals).
+    _c("numpy-r-string-guards-globals", NUMPY_FRAME.format(key="_active_record")),
+    _c("numpy-r-string-guards-self", NUMPY_FRAME.format(key="self")),
+    _c("numpy-r-string-active-guards", NUMPY_FRAME.format(key="_active")),
+    _c("numpy-c-string-locals", NUMPY_FRAME.format(key="obj").replace("np.r_", "np.c_")),
+    _c("numpy-r-matrix-string", "import numpy as np\nm = np.r_['r', 'self']\nans = 'ESCAPED'", (*PV, "error")),
+    # The copy protocol: only reviewed kinds are rebuilt.
+    _c("copy-of-a-partial", "import copy, functools\ncopy.copy(functools.partial(max, 1))\nans = 'ESCAPED'"),
+    _c("deepcopy-of-a-template", "import copy, string\ncopy.deepcopy([string.Template('$x')])\nans = 'ESCAPED'"),
+    _c(
+        "deepcopy-of-a-library-subclass",
+        "import copy, functools\nclass P(functools.partial):\n    pass\ncopy.deepcopy({'k': P(max)})\nans = 'ESCAPED'",
+    ),
     # ---- what must still run -----------------------------------------------------------------------------
     _c(
         "ok-numpy-isinstance",
