@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
@@ -56,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     args.words = words  # what the run was started with: `check` prints it back to resume an interrupted run
+    previous = _interrupt_on_sigterm()
     try:
         return int(args.handler(args))
     except PotrunError as exc:
@@ -64,6 +67,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("potrun: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_on_sigterm() -> Any:
+    """SIGTERM (what job schedulers send to preempt) takes Ctrl-C's path in every command: results
+    flushed, the resume command printed, workers, cgroups, scratch and containers removed, exit 130.
+    Returns the handler it replaced (None off the main thread, where no handler can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    # A second SIGTERM must not cut the clean-up short that the first one started.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def error_exit(error: PotrunError) -> int:
@@ -157,6 +178,14 @@ def cmd_check(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return EXIT_INTERRUPTED
+    except SandboxUnavailable:  # a worker that would not start again: what was written can be resumed
+        if out is not None:
+            out.close()
+            print(
+                f"potrun: {done + out.written} records are in {args.out}; resume with:\n  {resume_command(args.words)}",
+                file=sys.stderr,
+            )
+        raise
     finally:
         if out is not None:
             out.close()
@@ -425,6 +454,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     )
     summary = ValidationSummary()
     with ExitStack() as closing:
+        # An interrupt closes the pools now (workers, cgroups and scratch gone), not when collected.
+        closing.callback(getattr(reports, "close", lambda: None))
         out = sys.stdout
         if args.out and args.out != STDOUT:
             try:
