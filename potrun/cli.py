@@ -96,7 +96,14 @@ def error_exit(error: PotrunError) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from potrun.durable import OutputWriter, resume_command, resume_output, write_text_output
+    from potrun.durable import (
+        InputDigests,
+        OutputWriter,
+        resume_command,
+        resume_output,
+        run_fingerprint,
+        write_text_output,
+    )
     from potrun.engines import LocalEngine, make_engine
     from potrun.pipeline import CheckOptions, load_golds
     from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
@@ -148,10 +155,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         if benchmark is not None:
             results.append(result)
 
+    digests = InputDigests(run_fingerprint(options, engine.config), options.id_fields, golds)
     if args.resume:  # the results already in --out count, and their records are not run again
-        records, done = resume_output(args.out, records, id_fields=options.id_fields, presets=options.presets, add=add)
+        records, done = resume_output(
+            args.out, records, id_fields=options.id_fields, presets=options.presets, add=add, digests=digests
+        )
     total = count_records(args.preds)  # None for a stream: it is counted as it comes
-    out = OutputWriter(args.out, append=args.resume) if args.out else None
+    out = OutputWriter(args.out, append=args.resume, digests=digests) if args.out else None
+    if out is not None:
+        records = digests.track(records)
     try:
         # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
         # run on the actors).
