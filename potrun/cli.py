@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
@@ -56,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     args.words = words  # what the run was started with: `check` prints it back to resume an interrupted run
+    previous = _interrupt_on_sigterm()
     try:
         return int(args.handler(args))
     except PotrunError as exc:
@@ -64,6 +67,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("potrun: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_on_sigterm() -> Any:
+    """SIGTERM (what job schedulers send to preempt) takes Ctrl-C's path in every command: results
+    flushed, the resume command printed, workers, cgroups, scratch and containers removed, exit 130.
+    Returns the handler it replaced (None off the main thread, where no handler can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    # A second SIGTERM must not cut the clean-up short that the first one started.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def error_exit(error: PotrunError) -> int:
@@ -75,7 +96,14 @@ def error_exit(error: PotrunError) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from potrun.durable import OutputWriter, resume_command, resume_output, write_text_output
+    from potrun.durable import (
+        InputDigests,
+        OutputWriter,
+        resume_command,
+        resume_output,
+        run_fingerprint,
+        write_text_output,
+    )
     from potrun.engines import LocalEngine, make_engine
     from potrun.pipeline import CheckOptions, load_golds
     from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
@@ -127,10 +155,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         if benchmark is not None:
             results.append(result)
 
+    digests = InputDigests(run_fingerprint(options, engine.config), options.id_fields, golds)
     if args.resume:  # the results already in --out count, and their records are not run again
-        records, done = resume_output(args.out, records, id_fields=options.id_fields, presets=options.presets, add=add)
+        records, done = resume_output(
+            args.out, records, id_fields=options.id_fields, presets=options.presets, add=add, digests=digests
+        )
     total = count_records(args.preds)  # None for a stream: it is counted as it comes
-    out = OutputWriter(args.out, append=args.resume) if args.out else None
+    out = OutputWriter(args.out, append=args.resume, digests=digests) if args.out else None
+    if out is not None:
+        records = digests.track(records)
     try:
         # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
         # run on the actors).
@@ -157,6 +190,14 @@ def cmd_check(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return EXIT_INTERRUPTED
+    except SandboxUnavailable:  # a worker that would not start again: what was written can be resumed
+        if out is not None:
+            out.close()
+            print(
+                f"potrun: {done + out.written} records are in {args.out}; resume with:\n  {resume_command(args.words)}",
+                file=sys.stderr,
+            )
+        raise
     finally:
         if out is not None:
             out.close()
@@ -425,6 +466,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     )
     summary = ValidationSummary()
     with ExitStack() as closing:
+        # An interrupt closes the pools now (workers, cgroups and scratch gone), not when collected.
+        closing.callback(getattr(reports, "close", lambda: None))
         out = sys.stdout
         if args.out and args.out != STDOUT:
             try:

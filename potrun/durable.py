@@ -5,13 +5,21 @@ the n-th record of the input (a JSON Lines file's n-th line, a JSON array's n-th
 goes to the file in one `write` call on an unbuffered file as soon as its record is done, so a run that
 is killed leaves a file of complete lines, save at most a torn last one.
 
+Each line carries a `digest` of what decided it: the record as read (and its gold from `--gold`), the
+options that grade and run it (comparator presets and their options, fields, mode, policy, limits,
+entry, hash seed, potrun's version), and the line's own verdict fields (all but its timings).
+
 Resume (`potrun check ... --out OUT --resume`):
 
 1. read OUT line by line beside the input records: each complete line must be the result of the record
-   at its position (same `line` and `id`), else the file belongs to another input and nothing is done;
-2. each such line is added to the summary, which is thus recomputed from the whole file;
-3. a torn last line (no newline, or not JSON) is cut off, and its record is run again;
-4. the remaining records run and their lines are appended.
+   at its position (same `line` and `id`, fields of the right types), else the file belongs to another
+   input and nothing is done (exit 2, naming the file, the line and the field);
+2. a line whose digest is that of its record under this run's options is kept and added to the summary;
+3. the first line whose digest is not (its record, gold or options changed, potrun was upgraded, or
+   the line was edited; a line without one, from an older potrun) is not trusted: it and every line
+   after it are cut off and their records run again, under the current golds and options;
+4. a torn last line (no newline, or not JSON) is cut off, and its record is run again;
+5. the remaining records run and their lines are appended.
 
 No record is run twice and none is missing, so the file and the summary equal those of a run that was
 never interrupted (except the run statistics elapsed_s, programs_per_s and cache_hits, which describe
@@ -20,21 +28,91 @@ the invocation). Resume reads both files once, streaming: memory stays flat what
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import itertools
 import json
 import os
 import shlex
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from potrun.pipeline import RecordResult
+from potrun.pipeline import CheckOptions, RecordResult
 from potrun.records import Record, first_field
+from potrun.sandbox.api import SandboxConfig
 from potrun.types import BadRecord, UsageError
 
 RESULT_KEYS = ("line", "id", "status")  # what a line must have to be a result line
 STDOUT = "-"
+DIGEST = "digest"  # the field of a line that holds its digest
+UNDIGESTED = ("wall_s", "cpu_s", DIGEST)  # timings describe the invocation, not the verdict
+# The sandbox options that can change a program's result (not the backend, workers or image).
+RESULT_SANDBOX_OPTIONS = ("policy", "entry", "timeout", "wall_timeout", "memory_mb", "output_bytes", "hash_seed")
+
+
+def run_fingerprint(options: CheckOptions, sandbox: SandboxConfig) -> bytes:
+    """What every line of a run depends on beside its record: potrun's version, the check options
+    (a benchmark by its name) and the sandbox options that decide results."""
+    from potrun import __version__
+
+    checks = {
+        field.name: getattr(options, field.name) for field in dataclasses.fields(options) if field.name != "benchmark"
+    }
+    checks["benchmark"] = getattr(options.benchmark, "name", None)
+    described = {
+        "potrun": __version__,
+        "check": checks,
+        "sandbox": {name: getattr(sandbox, name) for name in RESULT_SANDBOX_OPTIONS},
+    }
+    return json.dumps(described, sort_keys=True, default=repr).encode()
+
+
+class InputDigests:
+    """The digests of the records' inputs, taken as the engine reads them (`track`), handed out in the
+    same order as their results come (`line_digest`): each record has exactly one result."""
+
+    def __init__(self, fingerprint: bytes, id_fields: tuple[str, ...], golds: Mapping[Any, Any] | None) -> None:
+        self.fingerprint = fingerprint
+        self.id_fields = id_fields
+        self.golds = golds
+        self._due: deque[bytes] = deque()
+
+    def of(self, item: Record | BadRecord) -> bytes:
+        """The digest of one record's inputs: the run's fingerprint, the record as read, its gold."""
+        digest = hashlib.sha256(self.fingerprint)
+        if isinstance(item, BadRecord):
+            digest.update(json.dumps([item.line, item.message, item.field_name]).encode())
+            return digest.digest()
+        digest.update(json.dumps(item.data, separators=(",", ":")).encode())
+        if self.golds is not None:
+            found = first_field(item.data, self.id_fields)
+            key = found[1] if found is not None else item.line
+            key = json.dumps(key, sort_keys=True) if isinstance(key, (list, dict)) else key
+            digest.update(json.dumps(["gold", key in self.golds, self.golds.get(key)], default=repr).encode())
+        return digest.digest()
+
+    def track(self, records: Iterable[Record | BadRecord]) -> Iterator[Record | BadRecord]:
+        for item in records:
+            self._due.append(self.of(item))
+            yield item
+
+    def line_digest(self, verdict_text: str) -> str:
+        """The digest of the next result's line (its record's inputs were tracked first)."""
+        return line_digest(self._due.popleft(), verdict_text)
+
+
+def line_digest(inputs: bytes, verdict_text: str) -> str:
+    """A line's digest: its record's inputs (`InputDigests.of`) and the JSON text of its verdict fields
+    (all but UNDIGESTED, in the line's order: a line read back gives the same text)."""
+    return hashlib.sha256(inputs + verdict_text.encode()).hexdigest()[:32]
+
+
+def verdict_text(line: Mapping[str, Any]) -> str:
+    return json.dumps({key: value for key, value in line.items() if key not in UNDIGESTED})
 
 
 def check_output_path(option: str, path: str | Path, inputs: Sequence[str | Path] = ()) -> None:
@@ -102,10 +180,13 @@ def resume_output(
     id_fields: tuple[str, ...],
     presets: tuple[str, ...],
     add: Any,
+    digests: InputDigests | None = None,
 ) -> tuple[Iterator[Record | BadRecord], int]:
     """Take the results already in `path`; return the records still to run and how many were done.
 
-    `add(result)` receives each result already there (the summary's `add`). A missing file is an empty
+    `add(result)` receives each result kept (the summary's `add`). With `digests`, a line is kept only
+    when its digest is that of its record under this run's options; from the first that is not, the
+    lines are cut off and their records run again (the module docstring). A missing file is an empty
     one (a first run with --resume starts from the beginning). Resuming needs a regular file: a
     stream cannot be read back, nor cut at a torn line."""
     remaining = iter(records)
@@ -121,8 +202,10 @@ def resume_output(
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     keep = done = 0
     torn: str | None = None
+    stale: Record | BadRecord | None = None  # the record of the first line not kept
     with handle:
         for raw in handle:
+            number = done + 1  # the line's number in the file
             if torn is not None:
                 raise UsageError(
                     f"{path}: line {done + 1} is not a result line ({torn}); "
@@ -139,20 +222,36 @@ def resume_output(
                 )
             line, record_id = record_identity(item, id_fields)
             if data["line"] != line or data.get("id") != record_id:
+                field, found = ("line", data["line"]) if data["line"] != line else ("id", data.get("id"))
                 raise UsageError(
-                    f"{path}: result {done + 1} is for line {data['line']} (id {data.get('id')!r}), "
-                    f"but input record {done + 1} is line {line} (id {record_id!r}): "
-                    "was it written for another input?"
+                    f"{path}: line {number}: field {field!r} is {_shown(found)}, but input record {number} "
+                    f"is line {line} (id {_shown(record_id)}): was it written for another input?"
                 )
             try:
-                add(RecordResult.from_json(data, presets))
+                result = RecordResult.from_json(data, presets)
             except (TypeError, ValueError) as exc:
-                raise UsageError(f"{path}: result {done + 1} is not a potrun --out line ({exc})") from None
+                raise UsageError(f"{path}: line {number}: not a potrun --out line ({exc})") from None
+            if digests is not None and data.get(DIGEST) != line_digest(digests.of(item), verdict_text(data)):
+                stale = item
+                break
+            add(result)
             keep += len(raw)
             done += 1
-    if torn is not None:
-        os.truncate(path, keep)  # the torn last line goes; its record runs again
+    if stale is not None:
+        print(
+            f"potrun: {path}: line {done + 1} was written under other inputs, golds or options (or edited): "
+            f"it and the lines after it run again",
+            file=sys.stderr,
+        )
+        remaining = itertools.chain([stale], remaining)
+    if torn is not None or stale is not None:
+        os.truncate(path, keep)  # what is not kept goes; its records run again
     return remaining, done
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
@@ -171,7 +270,7 @@ class OutputWriter:
     `-` is standard output. A pipe, a FIFO or a device (`/dev/stdout`) is written the same way but
     never sought: only a regular file has a torn line to cut at close."""
 
-    def __init__(self, path: str | Path, *, append: bool = False) -> None:
+    def __init__(self, path: str | Path, *, append: bool = False, digests: InputDigests | None = None) -> None:
         # The writer holds its file open across the run (closed by `close`): no context manager here.
         try:
             if str(path) == STDOUT:
@@ -182,12 +281,18 @@ class OutputWriter:
         except OSError as exc:
             raise UsageError(f"--out {path}: cannot write: {exc.strerror}") from None
         self.path = path
+        self.digests = digests  # each line gets its digest (`--resume` trusts no line without one)
         self.regular = stat.S_ISREG(os.fstat(self._file.fileno()).st_mode)
         self.offset = self._file.seek(0, os.SEEK_END) if self.regular else 0  # the end of the last whole line
         self.written = 0
 
     def write(self, result: RecordResult) -> None:
-        data = (json.dumps(result.to_json()) + "\n").encode()
+        line = result.to_json()
+        tail = {key: line.pop(key) for key in UNDIGESTED if key in line}  # the timings go last
+        text = json.dumps(line)  # serialized once: the digest is of this text
+        if self.digests is not None:
+            tail[DIGEST] = self.digests.line_digest(text)
+        data = (text[:-1] + ", " + json.dumps(tail)[1:] + "\n").encode()
         view = memoryview(data)
         try:
             while view:
@@ -217,10 +322,12 @@ def resume_command(words: Sequence[str], program: str = "potrun") -> str:
 
 __all__ = [
     "STDOUT",
+    "InputDigests",
     "OutputWriter",
     "check_output_path",
     "record_identity",
     "resume_command",
     "resume_output",
+    "run_fingerprint",
     "write_text_output",
 ]

@@ -390,6 +390,13 @@ class Sandbox:
             pool.close_stream(stream)
 
     def _running_pool(self) -> Pool:
+        with self._lock:
+            if self._pool is not None and self._pool.failed:
+                # It stopped for good (a worker that would not start again, tried START_TRIES times): the
+                # calls running then were told why; this one tries a fresh pool rather than fail forever.
+                self._completed_before += self._pool.completed
+                self._pool.close()
+                self._pool = None
         self.start()
         pool = self._pool
         if pool is None:

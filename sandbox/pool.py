@@ -6,7 +6,11 @@ the pool itself, a thread that answers with a handler (`fake.py`). The pool does
 the rest, the same for every backend. One thread of its own, the dispatcher, owns the workers: it
 sends them requests, a few ahead so that no worker waits for a round trip, takes their answers, and
 watches each worker from outside. A worker that dies, breaks the protocol or stops answering is killed
-and replaced; its programs are retried once, then reported as `sandbox_error`. The run goes on.
+and replaced. Only the program it was running (the oldest it held: a worker runs them in order) is
+charged for the death: it is retried once, then reported as `sandbox_error`; the programs queued behind
+it had not started, and are sent again free (their `attempts` unchanged). A worker that fails to start
+(at the pool's start, or as a replacement) is started again after a pause, up to START_TRIES times, each
+reason logged; only a failure that persists ends the pool (`SandboxUnavailable`). The run goes on.
 A timeout the machine's load may have caused (the wall-clock net stopped a program that was computing)
 is confirmed by a second run under a wider net before it is reported (`potrun.types.confirming_limits`).
 
@@ -19,6 +23,7 @@ requests share the workers' pipelines, and no lock serializes them.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import select
 import threading
@@ -54,7 +59,17 @@ MAX_AHEAD_BYTES = 16 << 20
 SUBMIT_BATCH = 16  # requests a caller hands over at once: the dispatcher starts on them while it reads on
 WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
 START_TIMEOUT_S = 60.0
-MAX_ATTEMPTS = 2
+# A worker that does not start (killed as it starts, a container the engine could not make in time) is
+# tried again after these pauses: START_TRIES tries in all, 3.1 s of pauses, before the pool gives up.
+START_PAUSES_S = (0.1, 0.5, 2.5)
+START_TRIES = len(START_PAUSES_S) + 1
+MAX_ATTEMPTS = 2  # runs of a program during which its worker died, before it is a sandbox_error
+
+log = logging.getLogger("potrun.sandbox")
+
+
+class StartFailed(Exception):
+    """One try at starting a worker failed (the pool tries again; `SandboxUnavailable` if it persists)."""
 
 
 class WorkerConnection(Protocol):
@@ -154,6 +169,7 @@ class Pool:
         self._failure: BaseException | None = None  # why the pool runs nothing more
         self._wire_ids = itertools.count()
         self._closing = False
+        self._closed = threading.Event()  # set by close(): a pause between two tries to start a worker ends
         self._in_select = False  # the dispatcher waits for I/O: a submit must wake it
         self._rationed = False  # held answers are past the budget: only workers with a due program are read
         self._woken = False
@@ -165,10 +181,13 @@ class Pool:
 
     def start(self) -> None:
         try:
-            for number in range(self.size):
-                self.slots.append(Slot(number, self.backend.start_worker(number)))
-            for slot in self.slots:
-                self._await_hello(slot)
+            launched = [Slot(number, self.backend.start_worker(number)) for number in range(self.size)]  # at once
+            self.slots = list(launched)
+            for slot in launched:
+                try:
+                    self._await_hello(slot)
+                except StartFailed as exc:
+                    self.slots[slot.number] = self._start_slot(slot.number, failed=[str(exc)])
         except BaseException:
             self._stop_workers()  # no worker (or container) outlives a failed start
             raise
@@ -180,6 +199,7 @@ class Pool:
     def close(self) -> None:
         """Stop the dispatcher, then the workers. A stream still running is told the pool closed."""
         self._closing = True
+        self._closed.set()
         if self._dispatcher is not None:
             self._wake()
             self._dispatcher.join()
@@ -202,23 +222,72 @@ class Pool:
     def capabilities(self) -> dict[str, Any]:
         return self.slots[0].hello.get("capabilities", {}) if self.slots else {}
 
+    @property
+    def failed(self) -> bool:
+        """Whether the pool stopped for good (a worker that could not be started again)."""
+        return self._failure is not None
+
+    def _start_slot(self, number: int, failed: list[str] | None = None) -> Slot:
+        """A started worker for slot `number`, tried up to START_TRIES times (`failed`: the reasons of
+        the tries already made), pausing between tries; SandboxUnavailable with every reason if none
+        starts. A worker of the wrong protocol is not tried again: it would never be right."""
+        reasons = list(failed or [])
+        while len(reasons) < START_TRIES:
+            if reasons:
+                log.warning(
+                    "%s worker %d did not start (try %d of %d): %s",
+                    self.backend.name,
+                    number,
+                    len(reasons),
+                    START_TRIES,
+                    reasons[-1],
+                )
+                if self._closed.wait(START_PAUSES_S[min(len(reasons), len(START_PAUSES_S)) - 1]):
+                    raise SandboxUnavailable("the sandbox was closed while a worker was starting")
+            try:
+                slot = Slot(number, self._launch(number))
+                self._await_hello(slot)
+                return slot
+            except StartFailed as exc:
+                reasons.append(str(exc))
+        raise SandboxUnavailable(
+            f"{self.backend.name} worker {number} did not start in {START_TRIES} tries: " + "; ".join(reasons)
+        )
+
+    def _launch(self, number: int) -> WorkerConnection:
+        try:
+            return self.backend.start_worker(number)
+        except OSError as exc:  # no process could be made now (EAGAIN, ENOMEM): worth another try
+            raise StartFailed(f"it could not be launched ({exc})") from None
+
     def _await_hello(self, slot: Slot) -> None:
+        """Wait for the worker's hello; StartFailed (the worker killed) saying why when none comes."""
+        try:
+            slot.hello = self._read_hello(slot)
+        except StartFailed:
+            slot.conn.kill()
+            raise
+        self._check_protocol(slot)
+
+    def _read_hello(self, slot: Slot) -> dict[str, Any]:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([slot.conn.read_fd()], [], [], deadline - time.monotonic())
-            if not ready:
-                break
-            data = slot.conn.read()
-            if not data:
-                break
-            for body in slot.reader.feed(data):
-                message = decode(body)
-                if message.get("op") == "hello":
-                    slot.hello = message
-                    self._check_protocol(slot)
-                    return
-        slot.conn.kill()
-        raise SandboxUnavailable(f"{self.backend.name} worker {slot.number} did not start")
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([slot.conn.read_fd()], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    break
+                data = slot.conn.read()
+                if not data:
+                    raise StartFailed("it exited before its hello")
+                for body in slot.reader.feed(data):
+                    message = decode(body)
+                    if message.get("op") == "hello":
+                        return message
+        except (OSError, ProtocolError) as exc:
+            raise StartFailed(f"its output broke off or was not the protocol ({exc})") from None
+        except SandboxUnavailable as exc:  # a container that the engine could not make or start
+            raise StartFailed(str(exc)) from None
+        raise StartFailed(f"no hello within {START_TIMEOUT_S:g} s")
 
     def _check_protocol(self, slot: Slot) -> None:
         """A worker from an older image would misread every request: say so at start."""
@@ -233,9 +302,7 @@ class Pool:
     def _replace(self, slot: Slot) -> None:
         slot.conn.kill()
         self.replaced += 1
-        fresh = Slot(slot.number, self.backend.start_worker(slot.number))
-        self._await_hello(fresh)
-        self.slots[self.slots.index(slot)] = fresh
+        self.slots[self.slots.index(slot)] = self._start_slot(slot.number)
 
     # -- the callers' side -----------------------------------------------------------------------------
 
@@ -488,13 +555,18 @@ class Pool:
             self.close_stream(stream)
 
     def _lose(self, slot: Slot, why: str) -> None:
-        """Replace a worker; retry its programs once (first, before anything submitted later), then
-        report them as sandbox errors."""
+        """Replace a worker. The program it was running (the oldest it held) is charged the death: it
+        is retried (first, before anything submitted later) until its runs have lost MAX_ATTEMPTS
+        workers, then reported as a sandbox error. The programs queued behind it had not started:
+        they are sent again free, as if never sent, so that a neighbour's death never shows in them."""
         jobs = list(slot.inflight)
         slot.inflight.clear()
         retry = []
-        for job in jobs:
-            if job.attempts - job.confirming < MAX_ATTEMPTS:  # a confirming run is not a retry
+        for position, job in enumerate(jobs):
+            if position:
+                job.attempts -= 1  # queued, never run: this send does not count
+                retry.append(job)
+            elif job.attempts - job.confirming < MAX_ATTEMPTS:  # a confirming run is not a retry
                 retry.append(job)
             else:
                 lost = ExecResult(Status.SANDBOX_ERROR, error=why[:500], error_type="WorkerLost", attempts=job.attempts)

@@ -56,6 +56,7 @@ class ProcessWorker:
         self._in = self.process.stdin.fileno()
         self._out = self.process.stdout.fileno()
         os.set_blocking(self._in, False)
+        self._killed = False
 
     def read_fd(self) -> int:
         return self._out
@@ -67,12 +68,18 @@ class ProcessWorker:
         return os.read(self._out, 1 << 16)
 
     def write(self, data: bytes) -> int:
+        if self._killed:  # its descriptors are closed, and their numbers may be another file's now
+            raise BrokenPipeError("the worker was killed")
         try:
             return os.write(self._in, data)
         except BlockingIOError:
             return 0
 
     def kill(self) -> None:
+        # Once only: after the wait its pid, and so its group's id, may be another process's.
+        if self._killed:
+            return
+        self._killed = True
         # Sweep before killing: the processes in the worker's cgroups (runners, and the daemons of
         # programs, whatever session they made) first, then the worker's group. (A PID namespace
         # makes this structural: its init's death kills the rest; without one, this is what does.)
