@@ -9,8 +9,11 @@ RL rollouts and self-consistency samples repeat programs. `CachedSandbox` wraps 
   pool runs nothing in its place;
 - a duplicate of a request that is still running (in flight) waits for that one's result instead of
   running a second copy;
-- anything else runs; its result is remembered, except a `sandbox_error` (the machinery failed, not
-  the program: the next occurrence runs again).
+- anything else runs; its result is remembered only when the program earned it alone (`cacheable`):
+  never a status a neighbour or the machine can cause (`crashed`, `memory_limit`, `sandbox_error`, a
+  timeout the pool did not confirm by a second run): the next occurrence runs again;
+- a `namespace` (the service's client) prefixes every key: one cache can hold several clients' results
+  without any client being answered from another's.
 
 A cache hit returns the first run's ExecResult as it was (timings included). Results still come back
 one per request, in input order. `hits` counts the programs served without running (both kinds).
@@ -37,9 +40,27 @@ ENTRY_OVERHEAD = 400  # bytes: the key, the ExecResult object, the LRU links
 MAX_ENTRY_BYTES = 64 << 10  # a result larger than this (a long list value) is not kept
 
 
-def request_key(request: RunRequest) -> bytes:
-    """The cache key of a request: a digest of all of it, so limits and policy are part of it."""
-    return hashlib.sha256(request.key().encode("utf-8", "surrogatepass")).digest()
+# Statuses a program can be given by what ran before it or by the machine (a runner a neighbour left
+# large, the OOM killer, a lost worker): never remembered for the next occurrence.
+NOT_CACHED = frozenset({Status.CRASHED, Status.MEMORY_LIMIT, Status.SANDBOX_ERROR})
+
+
+def request_key(request: RunRequest, namespace: bytes = b"") -> bytes:
+    """The cache key of a request: a digest of all of it, so limits and policy are part of it (and of
+    the namespace: a client's results are keyed apart from another's)."""
+    digest = hashlib.sha256(namespace)
+    digest.update(b"\0" if namespace else b"")
+    digest.update(request.key().encode("utf-8", "surrogatepass"))
+    return digest.digest()
+
+
+def cacheable(result: ExecResult) -> bool:
+    """Whether a result is one the program earns alone: not a status a neighbour or the machine can
+    cause, and a timeout only once the pool confirmed it by a second run under a wider net (attempts 2):
+    a CPU limit met on a loaded machine, or a net that load stretched, may not be the program's own."""
+    if result.status in NOT_CACHED:
+        return False
+    return result.status is not Status.TIMEOUT or result.attempts >= 2
 
 
 def result_size(result: ExecResult) -> int:
@@ -77,7 +98,7 @@ class ResultCache:
             return entry[0]
 
     def put(self, key: bytes, result: ExecResult) -> None:
-        if result.status is Status.SANDBOX_ERROR:
+        if not cacheable(result):
             return
         size = result_size(result)
         if size > MAX_ENTRY_BYTES:
@@ -98,9 +119,10 @@ class CachedSandbox:
     threads, as the Sandbox is: each call dedupes its own stream's duplicates in flight, and all share
     the cache."""
 
-    def __init__(self, sandbox: Sandbox, cache: ResultCache | None = None) -> None:
+    def __init__(self, sandbox: Sandbox, cache: ResultCache | None = None, *, namespace: bytes = b"") -> None:
         self.sandbox = sandbox
         self.cache = cache if cache is not None else ResultCache()
+        self.namespace = namespace  # prefixes every key (`request_key`): the service's client
         self.hits = 0  # programs served without running (cache hits and duplicates of one in flight)
         self._lock = threading.Lock()
 
@@ -153,7 +175,7 @@ class CachedSandbox:
                     plans.append(("none", None))
                     yield None
                     continue
-                key = request_key(message)
+                key = request_key(message, self.namespace)
                 cached = self.cache.get(key)
                 if cached is not None:
                     plans.append(("hit", cached))

@@ -14,6 +14,8 @@ verl's and OpenRLHF's signatures: potrun.integrations.
 
 Scales:
 - `pot_reward` (binary): 1.0 correct, 0.0 otherwise;
+- (either scale: an answer that is NaN or an infinity is never correct unless the gold is exactly that,
+  whatever the preset's peer judges: `potrun.comparators.nonfinite`)
 - `shaped_pot_reward` (`SHAPED`): 1.0 correct, 0.1 the program ran and gave an answer but it is wrong
   (status ok; for chain of thought: an answer was found), 0.0 anything else (no program, syntax or
   policy error, exception, timeout, crash, no answer). A gold of None is never correct.
@@ -41,9 +43,11 @@ import atexit
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypedDict
 
 from potrun.cache import CachedSandbox
+from potrun.comparators.nonfinite import paid_for_nonfinite
 from potrun.extractors import strip_special_tokens
 from potrun.pipeline import CheckOptions, RecordResult, check_records
 from potrun.records import Record
@@ -182,7 +186,18 @@ def iter_records(
         Record(n, {"output": completion_text(c), "gold": g})
         for n, (c, g) in enumerate(zip(completions, golds, strict=True), 1)
     ]
-    return check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options)
+    results = check_records(records, sandbox if sandbox is not None else _shared_sandbox(), options)
+    return (_unpaid_if_nonfinite(result) for result in results)
+
+
+def _unpaid_if_nonfinite(result: RecordResult) -> RecordResult:
+    """A reward never pays for NaN or an infinity unless the gold is exactly that: some presets' peers
+    judge NaN correct against any nonzero gold (DocMath), and `ans = float('nan')` would be paid on
+    every record (`potrun.comparators.nonfinite`)."""
+    if not result.correct or not paid_for_nonfinite(result.value, result.gold, result.answer_text):
+        return result
+    verdicts = None if result.verdicts is None else dict.fromkeys(result.verdicts, False)
+    return replace(result, correct=False, verdicts=verdicts)
 
 
 def reward_points(*, shaped: bool = False, scale: Mapping[str, float] | None = None) -> Mapping[str, float]:

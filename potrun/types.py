@@ -157,6 +157,7 @@ class ExecResult:
     attempts: int = 1
     captured: tuple[float, ...] | None = None  # numbers the program's variables held (requests with capture)
     isolation: str | None = None  # the tier that ran it: "warm" or "fork" (None: it never reached a runner)
+    exit_code: int | None = None  # sys.exit(): the process status Python would end with (0-255), as data
 
     @property
     def ok(self) -> bool:
@@ -181,6 +182,8 @@ class ExecResult:
         }
         if self.captured is not None:
             data["captured"] = list(self.captured)
+        if self.exit_code is not None:
+            data["exit_code"] = self.exit_code
         return data
 
 

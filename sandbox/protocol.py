@@ -405,6 +405,12 @@ def _captured(value: Any) -> list[float]:
     return value
 
 
+def _exit_status(value: int) -> int:
+    if not 0 <= value <= 255:
+        raise ProtocolError("an exit status is 0-255")
+    return value
+
+
 _SCALARS = frozenset({bool, int, float})
 _STREAMS = frozenset({"stdout", "stderr"})
 _FIELD_CHECKS: dict[str, Any] = {
@@ -420,6 +426,7 @@ _FIELD_CHECKS: dict[str, Any] = {
     "isolation": _member(frozenset(ISOLATIONS)),
     "captured": _captured,
     "peak_rss_mb": _megabytes,
+    "exit_code": lambda value: _exit_status(_exact(value, int)),
 }
 # Fields only a worker measures (from outside the runner): a runner's own claim of them is dropped.
 _WORKER_FIELDS = frozenset({"peak_rss_mb"})

@@ -331,6 +331,8 @@ class Runner:
                 Status.MEMORY_LIMIT, error_type="MemoryError", error="the program ran out of its memory limit"
             )
             recycle = True
+        except SystemExit as exc:  # sys.exit(): its status as data, as Python would end the process
+            result, recycle = _exit_result(exc), False
         except BaseException as exc:  # the program's own failure, whatever it raised
             result, recycle = _error_result(exc), False
         else:
@@ -579,6 +581,25 @@ def _error_result(exc: BaseException) -> ExecResult:
     except BaseException:
         message = "<unprintable message>"
     return ExecResult(Status.ERROR, error_type=_type_name(exc), error=_bounded(message), line=_program_line(exc))
+
+
+def _exit_result(exc: SystemExit) -> ExecResult:
+    """sys.exit(code) as CPython ends the process with it (`_Py_HandleSystemExit`): None is 0; an int
+    is its own value (not its __int__), one past a C long is -1, and the OS keeps its low 8 bits (256 is
+    0, -1 is 255); anything else is printed to stderr (the message here) and the status is 1."""
+    result = _error_result(exc)
+    try:
+        code = exc.code
+        if code is None:
+            status = 0
+        elif isinstance(code, int):
+            value = int.__int__(code)
+            status = (value if -(2**63) <= value < 2**63 else -1) & 0xFF
+        else:
+            status = 1
+    except BaseException:  # a program's `code` property that raised: Python prints it, and ends with 1
+        status = 1
+    return dataclasses.replace(result, exit_code=status)
 
 
 def _type_name(exc: BaseException) -> str:

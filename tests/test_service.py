@@ -127,14 +127,50 @@ def test_the_sandbox_fusion_client_reads_failures_and_timeouts(service: Service)
         ("def f(:", "Failed", 1),
         ("x = bytearray(800 * 1024 * 1024)", "Failed", 1),
         ("import time\ntime.sleep(0.2)\nprint('late')", "Success", 0),
+        # sys.exit(code) as CPython ends the process: the OS keeps the low 8 bits of an int (one past a C
+        # long is -1), the int's own value (not its __int__), any other code is printed and gives 1
+        ("import sys\nsys.exit(256)", "Success", 0),
+        ("import sys\nsys.exit(-1)", "Failed", 255),
+        ("import sys\nsys.exit(2**70)", "Failed", 255),
+        ("import sys\nsys.exit(2**32 + 3)", "Failed", 3),
+        ("import sys\nsys.exit(True)", "Failed", 1),
+        ("import sys\nsys.exit('0')", "Failed", 1),
+        ("import sys\nsys.exit(None)", "Success", 0),
+        ("import sys\nsys.exit(3.0)", "Failed", 1),
+        ("import sys\nclass C(int):\n    def __int__(self): return 0\nsys.exit(C(7))", "Failed", 7),
+        ("class E(SystemExit):\n    code = property(lambda self: 1 / 0)\nraise E(0)", "Failed", 1),
     ],
-    ids=["exit-0", "exit-3", "syntax", "memory", "sleep"],
+    ids=[
+        "exit-0",
+        "exit-3",
+        "syntax",
+        "memory",
+        "sleep",
+        "exit-256",
+        "exit-minus-1",
+        "exit-past-long",
+        "exit-past-int",
+        "exit-true",
+        "exit-text-0",
+        "exit-none",
+        "exit-float",
+        "exit-int-subclass",
+        "exit-raising-code",
+    ],
 )
 def test_run_code_status_words_and_return_codes(service: Service, code: str, status: str, return_code: int) -> None:
     answer = run_code(service, code=code)
     assert answer["status"] == status, answer
     assert answer["run_result"]["return_code"] == return_code, answer  # type: ignore[index]
     assert set(answer) == {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
+
+
+def test_run_code_prints_a_text_exit_code_as_python_does(service: Service) -> None:
+    """sys.exit('0'): Python writes the text alone to stderr and ends with 1."""
+    answer = run_code(service, code="import sys\nsys.exit('bye 0')")
+    assert answer["run_result"]["return_code"] == 1  # type: ignore[index]
+    assert answer["run_result"]["stderr"] == "bye 0\n"  # type: ignore[index]
+    assert run_code(service, code="import sys\nsys.exit(3)")["run_result"]["stderr"] == ""  # type: ignore[index]
 
 
 def test_run_code_answers_with_the_whole_streams(service: Service) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from potrun.benchmarks import base
 from potrun.comparators import compare
 from potrun.comparators.docmath import GOLD_TYPES
+from potrun.comparators.nonfinite import paid_for_nonfinite
 from potrun.extractors import extract_answer, extract_program, find_numbers
 from potrun.pipeline import Plan, Program, RecordResult
 from potrun.records import Record
@@ -175,7 +176,8 @@ class DocMathRun:
             gold = _number(data.get("ground_truth"))
             if gold is None:
                 return base.bad_record(line, "field 'ground_truth' is missing or not a number", record_id)
-            return base.judged_without_programs(lambda: _judge_cot(line, record_id, output, gold, fields))
+            strict = self.strict
+            return base.judged_without_programs(lambda: _judge_cot(line, record_id, output, gold, fields, strict))
         gold_program = data.get("python_solution")
         if not isinstance(gold_program, str):
             return base.bad_record(line, "field 'python_solution' is missing or not a string", record_id)
@@ -197,7 +199,7 @@ class DocMathRun:
             run = results[-1] if runs_mine else official_run
             if mine is not None and not runs_mine:  # potrun found no program: nothing ran
                 run = ExecResult(Status.NO_ANSWER, error="no program in the output")
-            correct, executed = _judge_pot(run, gold_run)
+            correct, executed = _judge_pot(run, gold_run, strict=self.strict)
             extra = {"executed": executed}
             if mine is not None:
                 extra["official_correct"] = _judge_pot(official_run, gold_run)[0]
@@ -262,22 +264,30 @@ def _gold_value(gold_run: ExecResult) -> Any:
     return value[1] if gold_run.status == Status.OK and isinstance(value, list) and len(value) == 2 else None
 
 
-def _judge_pot(run: ExecResult, gold_run: ExecResult) -> tuple[bool, bool]:
+def _judge_pot(run: ExecResult, gold_run: ExecResult, *, strict: bool = False) -> tuple[bool, bool]:
     """(acc, executed) as evaluate_pot_pred_file sets them: executed when `solution()` returned;
-    correct when the gold's type is one get_acc reads, float() took the value and get_acc agrees."""
+    correct when the gold's type is one get_acc reads, float() took the value and get_acc agrees (and,
+    `strict`, the value is finite or exactly the gold's NaN or infinity: the official code takes NaN)."""
     executed = run.status == Status.OK and run.value_type in ("float", "str")
     if not executed or unreadable_gold(gold_run) is not None:
         return False, executed
     if run.value_type == "str":  # float() refused the value: get_acc scores 0
         return False, executed
-    return compare(run.value, gold_run.value[1], preset="docmath", cot=False).correct, executed  # type: ignore[index]
+    gold = gold_run.value[1]  # type: ignore[index]
+    if strict and paid_for_nonfinite(run.value, gold):
+        return False, executed
+    return compare(run.value, gold, preset="docmath", cot=False).correct, executed
 
 
-def _judge_cot(line: int, record_id: Any, output: str, gold: float, fields: dict[str, Any]) -> RecordResult:
-    """evaluate_cot_pred_file on the stand-in's answer: "none" in it is not executed, else get_acc."""
+def _judge_cot(
+    line: int, record_id: Any, output: str, gold: float, fields: dict[str, Any], strict: bool = False
+) -> RecordResult:
+    """evaluate_cot_pred_file on the stand-in's answer: "none" in it is not executed, else get_acc
+    (`strict`: an answer that reads as NaN or an infinity is wrong unless the gold is exactly that)."""
     answer = stated_number(output)
     executed = "none" not in answer.lower()
     correct = executed and compare(answer, gold, preset="docmath", cot=True).correct
+    correct = correct and not (strict and paid_for_nonfinite(answer, gold))
     return base.verdict(
         line,
         record_id,

@@ -18,15 +18,17 @@ Routes (README, "The service"):
 One Sandbox per process, started before the first request is accepted and closed after the last one
 finished (uvicorn's graceful shutdown on SIGTERM: it stops accepting, finishes what it accepted).
 Programs share its warm pool; /v1/score and the OpenRLHF route go through a dedup cache of results
-(rollouts repeat programs). Every request but /health must carry `Authorization: Bearer TOKEN` when
-the service has a token; a body larger than `max_body_bytes` is 413; a request whose programs would
-take the queue past its limit is 429 (admission.py).
+(rollouts repeat programs), kept per client (its credentials and its address: `client_namespace`), and
+holding only results a program earns alone (`potrun.cache.cacheable`). Every request but /health must
+carry `Authorization: Bearer TOKEN` when the service has a token; a body larger than `max_body_bytes`
+is 413; a request whose programs would take the queue past its limit is 429 (admission.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import hmac
 import json
 import os
@@ -42,7 +44,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from potrun.cache import CachedSandbox
+from potrun.cache import CachedSandbox, ResultCache
 from potrun.comparators import PRESETS
 from potrun.pipeline import RecordResult
 from potrun.rewards import iter_records, reward_of, reward_points
@@ -86,13 +88,13 @@ class Service:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
         self.box = Sandbox.from_config(config.sandbox)
-        self.cached = CachedSandbox(self.box)
+        self.cache = ResultCache()  # one LRU, its keys prefixed by the client's (`cached_for`)
         self.admission = Admission(config.queue_limit)
         self.metrics = Metrics()
 
     # -- the routes ------------------------------------------------------------------------------------
 
-    async def run_code(self, body: Any) -> Response:
+    async def run_code(self, body: Any, request: Request) -> Response:
         try:
             call = fusion.read_request(body)
         except fusion.InvalidRequest as exc:
@@ -120,7 +122,7 @@ class Service:
             self.admission.release(1)
         return JSONResponse(fusion.response(result))
 
-    async def run(self, body: Any) -> Response:
+    async def run(self, body: Any, request: Request) -> Response:
         try:
             requests = self._run_requests(body)
         except (UsageError, TypeError, ValueError, KeyError) as exc:  # KeyError: a program without its code
@@ -130,7 +132,11 @@ class Service:
             return refused
         return StreamingResponse(self._stream_finished(requests), media_type=NDJSON)
 
-    async def score(self, body: Any) -> Response:
+    def cached_for(self, request: Request) -> CachedSandbox:
+        """The dedup cache as one client sees it: its own results only."""
+        return CachedSandbox(self.box, self.cache, namespace=client_namespace(request))
+
+    async def score(self, body: Any, request: Request) -> Response:
         try:
             completions, golds = _list(body, "completions"), _list(body, "golds")
             _check_preset_runs_here(body.get("preset", "default"))
@@ -140,7 +146,7 @@ class Service:
                 golds,
                 mode=body.get("mode", "pot"),
                 preset=body.get("preset", "default"),
-                sandbox=self.cached,
+                sandbox=self.cached_for(request),
                 **dict(body.get("compare_options") or {}),
             )
         except (PotrunError, TypeError, ValueError) as exc:
@@ -162,7 +168,7 @@ class Service:
 
         return StreamingResponse(lines(), media_type=NDJSON)
 
-    async def openrlhf_reward(self, body: Any) -> Response:
+    async def openrlhf_reward(self, body: Any, request: Request) -> Response:
         # Imported on first use: the service's other routes need none of it.
         from potrun.integrations.openrlhf import reward_payload
 
@@ -172,7 +178,7 @@ class Service:
         if refused is not None:
             return refused
         try:
-            answer = await asyncio.to_thread(reward_payload, body, self.cached)
+            answer = await asyncio.to_thread(reward_payload, body, self.cached_for(request))
         except (PotrunError, TypeError, ValueError, KeyError) as exc:
             return _bad_request(str(exc))
         finally:
@@ -199,12 +205,15 @@ class Service:
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    def with_body(self, handler: Callable[[Any], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-        """A route that hands `handler` the request's JSON body, or answers the refusal of it itself."""
+    def with_body(
+        self, handler: Callable[[Any, Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A route that hands `handler` the request's JSON body (and the request), or answers the
+        refusal of it itself."""
 
         async def route(request: Request) -> Response:
             body = await self._body(request)
-            return body if isinstance(body, Response) else await handler(body)
+            return body if isinstance(body, Response) else await handler(body, request)
 
         return route
 
@@ -277,6 +286,15 @@ class Service:
         finally:
             for task in tasks:
                 task.cancel()
+
+
+def client_namespace(request: Request) -> bytes:
+    """Who a request comes from, for the dedup cache: a digest of its credentials (the Authorization
+    header) and its address. Two clients never share an entry, so no client learns from a cache hit
+    what another ran, nor is answered with a result another's requests shaped."""
+    host = request.client.host if request.client is not None else ""
+    credentials = request.headers.get("authorization", "")
+    return hashlib.sha256(f"{credentials}\0{host}".encode("utf-8", "surrogatepass")).digest()
 
 
 def _result_json(result: ExecResult) -> dict[str, Any]:

@@ -10,7 +10,8 @@ used: Python compiles nothing, and no file is fetched back). Response::
                     "return_code": 0, "stdout": "...", "stderr": "..."},
      "executor_pod_name": null, "files": {}}
 
-A program that ends normally (status ok or no_answer, or `sys.exit(0)`) has return code 0; one that
+A program that ends normally (status ok or no_answer, or `sys.exit(0)`) has return code 0; `sys.exit(code)`
+the status Python would end with (`ExecResult.exit_code`: 256 is 0, '0' is 1 with the text on stderr); one that
 raised, was refused or ran out of memory or output has 1 and its error as the last line of stderr, as
 Python's would end; a timeout is `TimeLimitExceeded` with no return code. potrun's own failure
 (`sandbox_error`) is `SandboxError`. `run_timeout` is the CPU limit (the wall-clock net is 5 times it:
@@ -157,11 +158,8 @@ def return_code(result: ExecResult) -> int:
     """The exit status Python would have ended the program with."""
     if result.status in _ENDED:
         return 0
-    if result.error_type == "SystemExit":  # sys.exit(n): potrun keeps str(n) as the message
-        message = (result.error or "").strip()
-        if message in ("", "0", "None"):
-            return 0
-        return int(message) if message.lstrip("-").isdigit() and len(message) < 4 else 1
+    if result.exit_code is not None:  # sys.exit(code): the runner's status, as data (never its text)
+        return result.exit_code
     return 1
 
 
@@ -169,5 +167,7 @@ def _error_line(result: ExecResult) -> str:
     """How Python's traceback would end, for a program that did not end normally."""
     if result.status in _ENDED or result.status is Status.TIMEOUT or return_code(result) == 0:
         return ""
+    if result.exit_code is not None:  # sys.exit('text'): Python prints the text alone; an int, nothing
+        return f"{result.error}\n" if result.exit_code == 1 and result.error else ""
     kind = result.error_type or result.status.value
     return f"{kind}: {result.error}\n" if result.error else f"{kind}\n"
