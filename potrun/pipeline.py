@@ -150,6 +150,10 @@ class RecordResult:
     def scored(self) -> bool:
         return self.status not in NOT_RUN
 
+    def __bool__(self) -> bool:
+        # `correct` is None for a record that was not graded: "is it right?" has three answers here
+        raise TypeError("a RecordResult has no truth value: test .correct (None when not graded) or .status")
+
     def to_json(self) -> dict[str, Any]:
         data = {
             "line": self.line,
