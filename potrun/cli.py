@@ -2,7 +2,7 @@
 `potrun.__all__` and in the `__all__` of the modules it imports.
 
 Exit codes (README, "Exit codes"): a command's result is 0 (done) or 1 (`check`: below --fail-under
-or no record scored; `validate`: a gold has errors; `run`: the program's status is not ok; `image
+or no record scored or graded; `validate`: a gold has errors; `run`: the program's status is not ok; `image
 exists`: the image is absent; `image build`: the build failed); `run` also 3 for sandbox_error. An
 error is its class's code in ERROR_EXITS: 2 bad usage, unreadable input or an unwritable output; 3 no
 sandbox can run here (no Docker engine, no image, a worker that does not start); 130 interrupted."""
@@ -36,7 +36,7 @@ from potrun.types import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
-EXIT_NOTHING_SCORED = EXIT_FAILED  # check: no record was scored (all skipped, bad or without a gold)
+EXIT_NOTHING_SCORED = EXIT_FAILED  # check: no record was scored or none graded (all skipped, bad or without a gold)
 EXIT_INTERRUPTED = 130
 
 # The exit code of every error a user can see, by class: the one table. An error takes the code of its
@@ -224,14 +224,16 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"not in the accuracy's {summary.graded}",
             file=sys.stderr,
         )
-    if summary.graded == 0 and not args.quiet:
+    accuracy = summary.accuracy()  # pass@1 over all samples where records have several
+    if accuracy is None:  # a wrong --gold-field: the accuracy is null and the run fails, never a 0.0 and exit 0
         print(
-            f"potrun: warning: no record was graded: none has a gold ({', '.join(options.gold_fields)})"
-            f"{_fields_hint(first.data)}",
+            f"potrun: no record was graded: none has a gold ({', '.join(options.gold_fields)}); "
+            f"the accuracy is null{_fields_hint(first.data)}",
             file=sys.stderr,
         )
-    if args.fail_under is not None and summary.accuracy() < args.fail_under:
-        print(f"potrun: accuracy {summary.accuracy():.4f} is below --fail-under {args.fail_under}", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
+    if args.fail_under is not None and accuracy < args.fail_under:
+        print(f"potrun: accuracy {accuracy:.4f} is below --fail-under {args.fail_under}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -726,7 +728,12 @@ def _parser() -> argparse.ArgumentParser:
         default=16,
         help="a line (or array element) longer than this is a bad_record, not read (default 16)",
     )
-    check.add_argument("--fail-under", type=float, default=None, help="exit 1 when accuracy is below this")
+    check.add_argument(
+        "--fail-under",
+        type=float,
+        default=None,
+        help="exit 1 when the accuracy (pass@1 over all samples) is below this",
+    )
     check.add_argument(
         "--by",
         default=None,

@@ -128,8 +128,8 @@ def _presets_table(summary: dict[str, Any]) -> Table:
     graded = summary.get("graded", 0)
     intervals = summary.get("accuracy_ci95_by_preset", {})
     for preset, accuracy in summary["accuracy_by_preset"].items():
-        low, high = intervals.get(preset, [None, None])
-        rows.append((preset, f"{accuracy:.4f}", str(graded), _ci(low, high)))
+        low, high = intervals.get(preset) or [None, None]
+        rows.append((preset, _accuracy_text(accuracy), str(graded), _ci(low, high)))
     return Table("Accuracy by comparator preset", ("preset", "accuracy", "graded", "95% CI (Wilson)"), rows, "presets")
 
 
@@ -201,14 +201,29 @@ def _cut(text: str) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def _accuracy_text(accuracy: Any) -> str:
+    """An accuracy as shown: 4 decimals, or "null" when nothing was graded (never 0.0000)."""
+    return f"{accuracy:.4f}" if isinstance(accuracy, (int, float)) else "null"
+
+
 def headline(summary: dict[str, Any]) -> tuple[str, str]:
-    """The headline: the accuracy as shown (4 decimals), and what qualifies it."""
-    low, high = summary.get("accuracy_ci95", [None, None])
+    """The headline: the accuracy as shown (4 decimals; "null" when nothing was graded), and what
+    qualifies it (pass@1 over all samples when records have several, the first sample's accuracy)."""
+    if not isinstance(summary.get("accuracy"), (int, float)):
+        return "null", f"no record was graded (0 of {summary.get('scored', 0)} scored had a gold)"
+    low, high = summary.get("accuracy_ci95") or [None, None]
     se = summary.get("accuracy_se")
-    detail = f"{summary['correct']}/{summary['graded']} graded ({summary.get('preset', '')})"
+    if summary.get("accuracy_measure") == "pass@1 over all samples":
+        first = _accuracy_text(summary.get("first_sample_accuracy"))
+        detail = f"pass@1 over all samples of {summary['graded']} graded records ({summary.get('preset', '')}); "
+        detail += f"first sample {first}"
+        method = summary.get("accuracy_interval") or "Wilson"
+    else:
+        detail = f"{summary['correct']}/{summary['graded']} graded ({summary.get('preset', '')})"
+        method = "Wilson"
     if se is not None:
-        detail += f", ± {se:.4f} standard error, 95% CI {_ci(low, high)} (Wilson)"
-    return f"{summary['accuracy']:.4f}", detail
+        detail += f", ± {se:.4f} standard error, 95% CI {_ci(low, high)} ({method})"
+    return _accuracy_text(summary["accuracy"]), detail
 
 
 # -- markdown ---------------------------------------------------------------------------------------------
@@ -324,7 +339,8 @@ def _pyplot() -> Any:
 
 def _preset_bars(summary: dict[str, Any]) -> list[tuple[str, float, list[float] | None]]:
     intervals = summary.get("accuracy_ci95_by_preset", {})
-    return [(preset, value, intervals.get(preset)) for preset, value in summary["accuracy_by_preset"].items()]
+    presets = summary["accuracy_by_preset"].items()  # a null accuracy (nothing graded) has no bar
+    return [(preset, value, intervals.get(preset)) for preset, value in presets if isinstance(value, (int, float))]
 
 
 def _accuracy_chart(plt: Any, title: str, bars: list[tuple[str, float, list[float] | None]]) -> Any:

@@ -150,6 +150,10 @@ class RecordResult:
     def scored(self) -> bool:
         return self.status not in NOT_RUN
 
+    def __bool__(self) -> bool:
+        # `correct` is None for a record that was not graded: "is it right?" has three answers here
+        raise TypeError("a RecordResult has no truth value: test .correct (None when not graded) or .status")
+
     def to_json(self) -> dict[str, Any]:
         data = {
             "line": self.line,
@@ -551,6 +555,19 @@ def _sample_verdicts(outcomes: list[ExecResult], gold: Any, options: CheckOption
     return [o.status is Status.OK and compare(o.value, gold, preset=preset, **extra).correct for o in outcomes]
 
 
+def _correct_by_preset(
+    outcomes: list[ExecResult], gold: Any, options: CheckOptions, mode: str, first: int
+) -> dict[str, int]:
+    """How many samples each preset judges correct (the first preset's count is known: `first`)."""
+    counts = {options.presets[0]: first}
+    for preset in options.presets[1:]:
+        extra = _options_for(preset, options, mode)
+        counts[preset] = sum(
+            1 for o in outcomes if o.status is Status.OK and compare(o.value, gold, preset=preset, **extra).correct
+        )
+    return counts
+
+
 def _samples_summary(
     outcomes: list[ExecResult], verdicts: list[bool] | None, prepared: Prepared, options: CheckOptions, checked: bool
 ) -> dict[str, Any]:
@@ -563,6 +580,12 @@ def _samples_summary(
         return summary
     correct = sum(verdicts)
     summary["correct"] = correct
+    if len(options.presets) > 1:  # each preset's pass@1 (the summary's accuracy_by_preset) needs its count
+        summary["correct_by_preset"] = (
+            {preset: correct for preset in options.presets}
+            if checked  # the checker is the judge of every preset
+            else _correct_by_preset(outcomes, prepared.gold, options, prepared.samples[0].mode, correct)
+        )
     summary["pass@k"] = {str(k): pass_at_k(n, correct, k) for k in options.ks if k <= n}
     preset = options.presets[0]
     gold = None if checked else prepared.gold

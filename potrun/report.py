@@ -24,8 +24,57 @@ MISSING_GROUP = "(missing)"
 
 
 @dataclass
+class Rate:
+    """The mean of per-record values in [0, 1] with its interval: while every value is 0 or 1 only the
+    counts are kept (Wilson interval); the first other value starts the list a bootstrap needs."""
+
+    n: int = 0
+    ones: int = 0
+    total: float = 0.0
+    values: array[float] | None = None
+
+    def add(self, value: float) -> None:
+        self.n += 1
+        self.total += value
+        if self.values is None and value in (0.0, 1.0):
+            self.ones += value == 1.0
+            return
+        if self.values is None:  # the first fraction: the 0/1 values so far, in any order
+            self.values = array("d", [1.0] * self.ones + [0.0] * (self.n - 1 - self.ones))
+        self.values.append(value)
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+    def estimate(self) -> Estimate:
+        return proportion(self.ones, self.n) if self.values is None else mean_with_bootstrap(self.values)
+
+
+def pass_at_1(samples: Mapping[str, Any] | None, preset: str, verdict: bool, first_preset: bool) -> float:
+    """A graded record's pass@1: the share of its samples `preset` judges correct (the unbiased estimate
+    of one sample's accuracy), or its verdict when it has one sample. A line from a file is anyone's: a
+    count that is not one of the record's samples is ignored."""
+    if not samples:
+        return float(verdict)
+    n = samples.get("n")
+    by_preset = samples.get("correct_by_preset")
+    correct = by_preset.get(preset) if isinstance(by_preset, Mapping) else None
+    if correct is None and first_preset:
+        correct = samples.get("correct")
+    if type(n) is int and type(correct) is int and 0 <= correct <= n and n > 0:
+        return correct / n
+    return float(verdict)
+
+
+@dataclass
 class Summary:
-    """Accumulates RecordResults; `to_json()` is `--summary-json`."""
+    """Accumulates RecordResults; `to_json()` is `--summary-json`.
+
+    The headline accuracy is each graded record's pass@1 averaged (`pass_at_1`): with one sample a
+    record, the share of records judged correct; with several, the unbiased estimate over all of them
+    (a record's verdict, `correct`, is its first sample's: `first_sample_accuracy`). Nothing graded: the
+    accuracy is None (null), never a 0 that reads as a result."""
 
     presets: tuple[str, ...]
     settings: dict[str, Any] = field(default_factory=dict)
@@ -56,6 +105,7 @@ class Summary:
     score_ones: int = 0
     scores: array[float] | None = None
     pass_at_k_values: dict[str, array[float]] = field(default_factory=dict)  # per record, for its interval
+    pass1: dict[str, Rate] = field(default_factory=dict)  # preset -> the graded records' pass@1
     by: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # field -> value -> [graded, correct]
     metrics: dict[str, Any] = field(default_factory=dict)  # a benchmark's own metrics (potrun.benchmarks)
     run: dict[str, Any] = field(default_factory=dict)  # the run's record (potrun.runrecord), written as `run`
@@ -90,6 +140,8 @@ class Summary:
             self.graded += 1
             for preset, verdict in (result.verdicts or {self.presets[0]: result.correct}).items():
                 self.correct[preset] += bool(verdict)
+                first = preset == self.presets[0]
+                self.pass1.setdefault(preset, Rate()).add(pass_at_1(result.samples, preset, bool(verdict), first))
             self._add_score(result.score if result.score is not None else float(result.correct))
             self._add_groups(result.fields or {}, result.correct)
         entry = (result.wall_s, result.line, result.id, result.status)
@@ -140,12 +192,21 @@ class Summary:
     def scored(self) -> int:
         return self.total - self.skipped - self.bad_record - self.no_gold
 
-    def accuracy(self, preset: str | None = None) -> float:
-        return self.correct[preset or self.presets[0]] / self.graded if self.graded else 0.0
+    def accuracy(self, preset: str | None = None) -> float | None:
+        """The headline: the graded records' mean pass@1 under `preset` (the first when None); None when
+        nothing was graded."""
+        rate = self.pass1.get(preset or self.presets[0])
+        return rate.mean if rate is not None and self.graded else None
 
-    def accuracy_estimate(self) -> Estimate:
-        """The accuracy (first preset) with its standard error and 95% Wilson interval."""
-        return proportion(self.correct[self.presets[0]], self.graded)
+    def first_sample_accuracy(self, preset: str | None = None) -> float | None:
+        """The share of graded records whose first sample is correct (their `correct`)."""
+        return self.correct[preset or self.presets[0]] / self.graded if self.graded else None
+
+    def accuracy_estimate(self, preset: str | None = None) -> Estimate | None:
+        """The accuracy with its standard error and 95% interval (Wilson while every record's pass@1 is
+        0 or 1, else bootstrap); None when nothing was graded."""
+        rate = self.pass1.get(preset or self.presets[0])
+        return rate.estimate() if rate is not None and self.graded else None
 
     def score_estimate(self) -> Estimate | None:
         """The mean score with its bootstrap interval, when some score is not 0 or 1 (else None: the
@@ -171,7 +232,8 @@ class Summary:
         return self.status_counts["ok"] / self.scored if self.scored else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        accuracy = self.accuracy_estimate().to_json()
+        estimate = self.accuracy_estimate()
+        accuracy = estimate.to_json() if estimate is not None else {"se": None, "ci95": None, "method": None}
         data: dict[str, Any] = {
             "total": self.total,
             "scored": self.scored,
@@ -181,12 +243,11 @@ class Summary:
             "graded": self.graded,
             "ungraded": self.scored - self.graded,
             "correct": self.correct[self.presets[0]],
-            "accuracy": round(self.accuracy(), 6),
+            "accuracy": _rounded(self.accuracy()),
+            "accuracy_measure": "pass@1 over all samples" if self.sample_records else "verdict",
             "preset": self.presets[0],
-            "accuracy_by_preset": {p: round(self.accuracy(p), 6) for p in self.presets},
-            "accuracy_ci95_by_preset": {
-                p: proportion(self.correct[p], self.graded).to_json()["ci95"] for p in self.presets
-            },
+            "accuracy_by_preset": {p: _rounded(self.accuracy(p)) for p in self.presets},
+            "accuracy_ci95_by_preset": {p: _ci95(self.accuracy_estimate(p)) for p in self.presets},
             "execution_rate": round(self.execution_rate, 6),
             "status_counts": dict(self.status_counts),
             "timeouts": dict(self.timeouts),
@@ -210,7 +271,9 @@ class Summary:
             data["checklist_accuracy"] = round(self.checklist_accuracy(), 6)
             data["checklist_records"] = self.checklist_records
             data["checklist_pass_rate"] = round(self.checklist_passed / self.checklist_records, 6)
-        if self.sample_records:
+        if self.sample_records:  # a record's verdict is its first sample's: that accuracy, named so
+            data["first_sample_accuracy"] = _rounded(self.first_sample_accuracy())
+            data["first_sample_accuracy_by_preset"] = {p: _rounded(self.first_sample_accuracy(p)) for p in self.presets}
             data["samples"] = {
                 "records": self.sample_records,
                 "pass@k": {k: round(v / self.sample_records, 6) for k, v in self.pass_at_k.items()},
@@ -230,6 +293,14 @@ class Summary:
             "tiers_used": sorted(self.isolation_counts),
         }
         return data
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _ci95(estimate: Estimate | None) -> Any:
+    return None if estimate is None else estimate.to_json()["ci95"]
 
 
 def _group_key(value: Any) -> str:
@@ -261,11 +332,13 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     table.add_column(style="bold")
     table.add_column(justify="right")
     for preset in summary.presets:
-        estimate = proportion(summary.correct[preset], summary.graded)
-        table.add_row(
-            f"accuracy ({preset})",
-            f"{summary.accuracy(preset):.4f}  ({summary.correct[preset]}/{summary.graded})  {_interval(estimate)}",
-        )
+        table.add_row(*_accuracy_row(summary, preset))
+    if summary.sample_records and summary.graded:
+        for preset in summary.presets:
+            table.add_row(
+                f"first sample ({preset})",
+                f"{summary.correct[preset] / summary.graded:.4f}  ({summary.correct[preset]}/{summary.graded})",
+            )
     score = summary.score_estimate()
     if score is not None:
         table.add_row("mean score", f"{score.value:.4f}  {_interval(score)}")
@@ -333,6 +406,18 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     console.print(table)
     for line, message in summary.bad_lines:
         console.print(f"[yellow]bad record[/] line {line}: {message}")
+
+
+def _accuracy_row(summary: Summary, preset: str) -> tuple[str, str]:
+    """The headline row of `preset`: pass@1 over all samples when records have several; "none graded"
+    when nothing was (never a 0.0000 that reads as a score)."""
+    estimate = summary.accuracy_estimate(preset)
+    if estimate is None:
+        return f"accuracy ({preset})", "null: no record was graded"
+    if summary.sample_records:
+        return f"accuracy ({preset}, pass@1 over all samples)", f"{estimate.value:.4f}  {_interval(estimate)}"
+    correct = f"({summary.correct[preset]}/{summary.graded})"
+    return f"accuracy ({preset})", f"{estimate.value:.4f}  {correct}  {_interval(estimate)}"
 
 
 def flat_items(data: Mapping[str, Any], separator: str, prefix: str = "") -> Iterator[tuple[str, Any]]:

@@ -198,6 +198,9 @@ class ChecklistResult:
     passed: bool
     missing: tuple[ChecklistItem, ...]
 
+    def __bool__(self) -> bool:
+        return bool(self.passed)  # `if check_checklist(...):` asks whether it passed
+
 
 def _present(item: ChecklistItem, observed: Sequence[float], rel_tol: float, abs_tol: float) -> bool:
     """Found as written, or multiplied out of its unit's scale."""

@@ -163,6 +163,11 @@ class ExecResult:
     def ok(self) -> bool:
         return self.status is Status.OK
 
+    def __bool__(self) -> bool:
+        # `if box.run(code):` could mean "it ran" or "it answered right": neither is written here, so
+        # the question is refused rather than answered True for every result (a dataclass's default)
+        raise TypeError("an ExecResult has no truth value: test .ok (ran and gave an answer) or .status")
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict: non-finite floats become the strings NaN, Infinity, -Infinity."""
         data = {
@@ -200,10 +205,15 @@ def confirming_limits(limits: Limits, result: ExecResult) -> Limits | None:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The outcome of comparing a value with a gold answer."""
+    """The outcome of comparing a value with a gold answer; true exactly when it is correct, so that
+    `if compare(value, gold):` and `sum(map(bool, verdicts))` count the right answers (a dataclass is
+    otherwise always true: every answer would count)."""
 
     correct: bool
     reason: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.correct)
 
 
 def json_safe(value: Value) -> Any:

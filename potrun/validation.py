@@ -159,6 +159,10 @@ class ValidationReport:
         """No error-severity problem (warnings allowed)."""
         return not any(p.severity == ERROR for p in self.problems)
 
+    def __bool__(self) -> bool:
+        # "is this gold good?" allows warnings (.ok) or not (.problems): say which
+        raise TypeError("a ValidationReport has no truth value: test .ok (no error; warnings allowed) or .problems")
+
     @property
     def codes(self) -> tuple[str, ...]:
         return tuple(p.code for p in self.problems)

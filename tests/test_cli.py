@@ -173,7 +173,9 @@ def test_several_samples_report_pass_at_k_and_majority(tmp_path: Path) -> None:
     )
     code, summary, results = check(tmp_path, str(path), "--k", "1,2")
     assert code == 0
-    assert summary["accuracy"] == 0.0  # the first sample of each record is wrong
+    assert summary["accuracy"] == pytest.approx(0.5)  # pass@1 over all samples: (2/3 + 1/3) / 2
+    assert summary["accuracy_measure"] == "pass@1 over all samples"
+    assert summary["first_sample_accuracy"] == 0.0  # the first sample of each record is wrong
     assert results[0]["samples"]["majority_correct"] is True and results[1]["samples"]["majority_correct"] is False
     assert summary["samples"]["majority_accuracy"] == 0.5
     assert summary["samples"]["pass@k"]["1"] == pytest.approx((2 / 3 + 1 / 3) / 2)

@@ -341,7 +341,7 @@ def test_cache_dedupes_in_flight_and_stays_bounded() -> None:
     sources = ["a", "bb", "a", "ccc", "a", "bb", "ddd"]
     messages = [box.request(s) for s in sources[:3]] + [None] + [box.request(s) for s in sources[3:]]
     results = list(box.run_requests(messages))
-    assert [r.value if r else None for r in results] == [1, 2, 1, None, 3, 1, 2, 3]
+    assert [r.value if r is not None else None for r in results] == [1, 2, 1, None, 3, 1, 2, 3]
     assert fake.ran == ["a", "bb", "ccc", "ddd"]  # every duplicate was in flight: none ran twice
     assert box.hits == 3 and len(box.cache) == 2  # LRU: the two most recent results
     assert [r.value for r in box.run_requests([box.request("ddd"), box.request("a")])] == [3, 1]

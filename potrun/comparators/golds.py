@@ -11,6 +11,11 @@ gets the float PoT's GSM8K data stores (72.0, `gsm8k_float`: its precision rule 
 the same (GSM8K's answers are exact: "#### 0.5" is the number 0.5, not a gold stated to one decimal
 that 0.55 would round to). No peer's own data has such golds, so no reproduced score changes.
 
+A gold string that spells a plain number ("72", "-3.5", "1,234": `plain_number`; verl's ground_truth,
+HF datasets' columns) is a number under every preset, as each peer's own data holds its numbers: `pot`
+gets the float PoT's data stores, `longdocurl` infers the Integer or Float format from it (without an
+`answer_format`); the others read number strings already (README, "Comparators", has the table).
+
 The gold forms of the default rules (`read_gold`; the rules themselves are in
 `potrun.comparators.default`): not answerable (None), a truth value (bool), a range (`GoldRange`,
 `parse_range`), a choice letter (`Letter`), a number as written (`Num`), a list, or a text (`Text`).
@@ -46,6 +51,7 @@ __all__ = [
     "norm_text",
     "num_from_parsed",
     "parse_range",
+    "plain_number",
     "read_gold",
 ]
 
@@ -89,6 +95,29 @@ def gsm8k_float(answer: str) -> Any:
         return float(answer)
     except ValueError:
         return answer
+
+
+# A gold string that is a plain number: a sign, digits (or thousands grouped by commas), a decimal part,
+# an exponent; what a dataset's loader or a trainer's preprocessing wrote for a number ("72", "-3.5",
+# "1,234", "1e-05"). Nothing else: no unit, currency, percent or word, which each preset reads its own way.
+_PLAIN_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d*)?(?:[eE][-+]?\d+)?")
+PLAIN_NUMBER_CHARS = 100  # longer is no gold a loader wrote, and int() of a long text costs
+
+
+def plain_number(text: str) -> int | float | None:
+    """The number a gold string such as "72", "-3.5" or "1,234" spells (an int when written as one),
+    else None: the gold forms the presets that compare a number gold apart from a string gold (`pot`,
+    `longdocurl`) read as a number. Surrounding whitespace is allowed; at most PLAIN_NUMBER_CHARS."""
+    text = text.strip()
+    if not text or len(text) > PLAIN_NUMBER_CHARS or _PLAIN_NUMBER.fullmatch(text) is None:
+        return None
+    digits = text.replace(",", "")
+    if not any(ch.isdigit() for ch in digits.split("e")[0].split("E")[0]):
+        return None  # ".e5", "+": the pattern's parts are all optional
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
 
 
 # ------------------------------------------------------------------ the gold forms of the default rules

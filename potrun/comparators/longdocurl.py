@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from potrun.comparators.common import is_number
-from potrun.comparators.golds import gsm8k_number
+from potrun.comparators.golds import gsm8k_number, plain_number
 from potrun.comparators.preset import Preset
 from potrun.comparators.safe_eval import EvalFailed, safe_eval
 from potrun.types import Verdict
@@ -214,8 +214,16 @@ def _isfloat(x: str) -> bool:
 
 
 def _infer_format(gold: Any) -> str:
+    """The format LongDocURL's data would give this gold. A string that spells a plain number ("72",
+    "3.5") is an Integer or Float there (its data stores such answers as numbers, and eval_score reads
+    an Integer or Float gold with int() and float()): a String gold "72" would score 72.0 by ANLS of
+    its text, "72.0", and fail."""
     if gold is None:
         return "None"
+    if isinstance(gold, str):
+        number = plain_number(gold)
+        if number is not None:
+            gold = number
     if is_number(gold):
         return "Integer" if isinstance(gold, int) else "Float"
     if isinstance(gold, (list, tuple)):

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from potrun.comparators.common import shown
-from potrun.comparators.golds import gsm8k_float
+from potrun.comparators.golds import gsm8k_float, plain_number
 from potrun.comparators.preset import Preset
 from potrun.comparators.tatqa import extract_one_num
 from potrun.types import Value, Verdict
@@ -116,7 +116,8 @@ def _judge_pot(
     Leniencies (PEERS.md 9, 4.1.8): both sides are rounded to the *shorter* of the two precisions
     printed by str() (5 when there is no '.'), so 0.12345678 equals gold 0.12; with
     include_percentage a prediction also matches gold/100 and gold*100; strings must be identical;
-    a bool prediction matches only the gold strings 'yes'/'no'.
+    a bool prediction matches only the gold strings 'yes'/'no'. A gold string that spells a plain
+    number is the float PoT's data stores for it (`_reference`).
     """
     if cot and isinstance(value, str):
         prediction = _cot_prediction(value)
@@ -130,7 +131,20 @@ def _judge_pot(
         if isinstance(prediction, str):
             return Verdict(False, "abs() of a string: the SVAMP runner raises here")
         prediction = abs(prediction)
-    return _finqa_equal(prediction, gold, bool(incl), bool(close))
+    return _finqa_equal(prediction, _reference(gold, prediction), bool(incl), bool(close))
+
+
+def _reference(gold: Any, prediction: Any) -> Any:
+    """The gold as PoT's own data holds it: a number is a float there (its GSM8K file stores "answer":
+    18.0, its FinQA golds are floats or "yes"/"no"), so a gold string that spells a plain number ("72":
+    verl's ground_truth, HF datasets' columns, lm-eval's target; `golds.plain_number`) is that float.
+    finqa_equal would compare "72" as a string with the float a program's answer becomes and fail
+    every one. A prediction that is itself a string (or a bool) still meets the gold as written, as
+    finqa_equal compares them."""
+    if type(gold) is not str or isinstance(prediction, (str, bool)):
+        return gold
+    number = plain_number(gold)
+    return gold if number is None else float(number)
 
 
 PRESET = Preset(
