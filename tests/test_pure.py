@@ -405,12 +405,12 @@ TABLE: list[tuple[str, str, str | None]] = [
     ),
     ("generator-yield-from", "def g():\n    yield from range(3)\nans = list(g())", PURE),
     (
-        "generator-except",
+        "generator-except-yield",
         "def g():\n    try:\n        yield 1\n    except ValueError:\n        yield 2\nans = 1",
         "try block in generator 'g'",
     ),
     (
-        "generator-finally",
+        "generator-finally-print",
         "def g():\n    try:\n        yield 1\n    finally:\n        print(1)\nans = 1",
         "try block in generator 'g'",
     ),
@@ -438,8 +438,6 @@ TABLE: list[tuple[str, str, str | None]] = [
         "name 'str' other than in str(value)",
     ),
     ("str-keyword", "ans = str(object=3)", "name 'str' other than in str(value)"),
-    ("str-star-args", "ans = str(*['x'])", "name 'str' other than in str(value)"),
-    ("str-as-value", "ans = list(map(str, [1, 2]))", "name 'str' other than in str(value)"),
     ("str-of-method-call", "x = 1\nans = str(x.conjugate())", "name 'str' other than in str(value)"),
     ("comprehension-cell", "fs = [lambda: i for i in range(3)]\nans = [f() for f in fs]", PURE),
     ("comprehension-nested", "ys = [1, 2]\nans = [[x + y for y in ys] for x in ys]", PURE),
