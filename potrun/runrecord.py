@@ -2,9 +2,9 @@
 
 potrun's version, every option and limit in force (the check options and the SandboxConfig), the
 inputs (path, size and SHA-256), when the run started and ended (UTC, ISO 8601) and the machine (cores,
-Python, numpy, platform, and which tiers this Python has, with why). A regular file is hashed whole after the run, in chunks (a 10 GB file is not
-held); a stream (standard input, a pipe, a FIFO) was read once and is gone, so its size and hash are
-null with the reason.
+Python, numpy, platform, and which tiers this Python has, with why). A regular file is hashed whole
+after the run, in chunks (a 10 GB file is not held); a stream (standard input, a pipe, a FIFO) was read
+once and is gone, so its size and hash are null with the reason.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ REVIEWED = pure.warm_tier_refusal() is None
 
 def test_the_review_covers_the_pythons_potrun_is_tested_on() -> None:
     assert (3, 11) in pure.REVIEWED_VERSIONS and (3, 13) in pure.REVIEWED_VERSIONS
-    assert REVIEWED == (sys.implementation.name == "cpython" and sys.version_info[:2] in pure.REVIEWED_VERSIONS)
+    assert (sys.implementation.name == "cpython" and sys.version_info[:2] in pure.REVIEWED_VERSIONS) == REVIEWED
 
 
 @pytest.mark.skipif(not REVIEWED, reason="this interpreter has no warm tier (the test below covers that case)")
