@@ -15,9 +15,11 @@ bytecode (~1.2 us for a GSM8K program); a Python walk over the instructions only
 EXTENDED_ARG, an import or the name `str`. It returns None when it proves the program pure, else a short
 reason. A program is pure when every code object in it
 
-- runs on CPython 3.11 (the release whose opcodes were reviewed; on any other, nothing is proven);
-- uses only the opcodes of ALLOWED_OPCODES: no classes, no attribute writes or deletes, no `with`, no
-  async, no `match`, no `except*`, no star import, no annotations at module level;
+- runs on a CPython release whose opcodes were reviewed, REVIEWED_VERSIONS (3.11 and 3.13; on any
+  other, nothing is proven and `warm_tier_refusal()` says so);
+- uses only the opcodes of ALLOWED_OPCODES, that release's table: no classes, no attribute writes or
+  deletes, no `with`, no async, no `match`, no `except*`, no star import, no annotations at module
+  level; from 3.12 on, CALL_INTRINSIC_1 only with an argument of ALLOWED_INTRINSICS;
 - is, if it is a generator, free of `try` blocks: closing a suspended generator runs its `except` and
   `finally` code, which could then run later, inside another program's time and output;
 - names (LOAD_NAME, LOAD_GLOBAL, STORE_NAME, ...) nothing that starts with "__" (`__builtins__`,
@@ -27,7 +29,7 @@ reason. A program is pure when every code object in it
   not depend on the tier); `str` only as the callee of a one-argument call `str(value)` (str(data,
   encoding) looks a codec up by a name the program chooses, and the codec registry caches every name
   it is asked, found or not: a program could park memory there);
-- reads attributes (LOAD_ATTR, LOAD_METHOD, IMPORT_FROM) only by the names of PURE_ATTRIBUTES or of a
+- reads attributes (LOAD_ATTR in either form, LOAD_METHOD, IMPORT_FROM) only by the names of PURE_ATTRIBUTES or of a
   member of a pure module: never a frame, code, `base`/`data`/`ctypes`/`flags`/`dtype`, `format`,
   `encode`/`decode`, nor any name starting with "_";
 - imports (IMPORT_NAME) only a module of PURE_MODULES, absolutely (level 0).
@@ -85,9 +87,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any, Final
 
-REVIEWED_VERSION: Final = (3, 11)
-_REVIEWED: Final = sys.version_info[:2] == REVIEWED_VERSION
-
 
 def _each(names: str, reason: str) -> dict[str, str]:
     """One reason shared by a group of names (the data reads as one reviewed line per group)."""
@@ -95,8 +94,10 @@ def _each(names: str, reason: str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------ opcodes
-# Python 3.11's opcodes, each reviewed. Any opcode not listed here is refused (new ones by default).
-ALLOWED_OPCODES: dict[str, str] = {
+# Each reviewed CPython release's opcodes, every one with its reason: allowed or refused. A release
+# without a review proves nothing (every program forks); in a reviewed one, any opcode not allowed is
+# refused. Python 3.11's:
+_ALLOWED_OPCODES_311: dict[str, str] = {
     **_each("CACHE NOP RESUME EXTENDED_ARG", "no effect of its own (inline caches, tracing points, a wide argument)"),
     **_each("POP_TOP PUSH_NULL COPY SWAP", "stack shuffling"),
     **_each(
@@ -145,7 +146,7 @@ ALLOWED_OPCODES: dict[str, str] = {
 }
 
 # Why the remaining 3.11 opcodes are refused (documentation; unlisted opcodes are refused anyway).
-REFUSED_OPCODES: dict[str, str] = {
+_REFUSED_OPCODES_311: dict[str, str] = {
     "LOAD_BUILD_CLASS": "classes can define dunder methods that library code calls later",
     "LOAD_CLASSDEREF": "only in class bodies",
     **_each("STORE_ATTR DELETE_ATTR", "attribute writes could change a module, class or function"),
@@ -163,6 +164,160 @@ REFUSED_OPCODES: dict[str, str] = {
     "SETUP_ANNOTATIONS": "module-level annotations write __annotations__",
     "PRINT_EXPR": "interactive mode only: calls sys.displayhook",
 }
+
+# Python 3.13's opcodes (3.12 changed most of them; 3.13 again). What changed, and why each is safe:
+# - Calls: PRECALL and KW_NAMES are gone (CALL, CALL_KW); in 3.13 the NULL slot goes *after* the
+#   callable (LOAD_NAME f, PUSH_NULL), which the check of `str(value)` follows.
+# - LOAD_METHOD is folded into LOAD_ATTR: its argument is the name's index shifted left by one, the low
+#   bit set for the method form (which pushes the method and `self`); LOAD_GLOBAL's low bit pushes a
+#   NULL as in 3.11. The name is checked against the allowlists in either form.
+# - Superinstructions (LOAD_FAST_LOAD_FAST, STORE_FAST_LOAD_FAST, STORE_FAST_STORE_FAST) pack two
+#   local indices into one argument: locals only, as LOAD_FAST and STORE_FAST.
+# - Comprehensions are inlined into their function (PEP 709, 3.12): LOAD_FAST_AND_CLEAR saves the
+#   iteration variable and an exception-table handler puts it back; no code object of their own, and
+#   the module's own code may hold fast locals. Semantics unchanged: the variable still does not leak.
+# - Every generator has an exception-table entry of its own (it turns a StopIteration raised inside
+#   into RuntimeError, CALL_INTRINSIC_1 3), and an inlined comprehension adds one: so "try block in a
+#   generator" is PUSH_EXC_INFO in its code (the first instruction of every `except` or `finally`
+#   handler), not a non-empty exception table as in 3.11.
+# - CALL_INTRINSIC_1 stands for several old opcodes; its argument picks the function, and only
+#   ALLOWED_INTRINSICS pass (unary +, list to tuple for f(*args), the generators' StopIteration
+#   conversion): never the print hook, star import, async generator wrapping or the type-parameter ones.
+#   CALL_INTRINSIC_2 holds only refused ones (except*, type parameters).
+# - Immortal objects (PEP 683, 3.12): None, small ints, and every string the compiler interns (names,
+#   identifier-like constants) are never freed; no program sees the difference (a refcount is not
+#   reachable), but each new name a compiled program brings stays in the process that compiled it.
+# - sum() of floats adds with compensation from 3.12 on (as math.fsum nearly does): a value may differ
+#   in its last bits between 3.11 and 3.13, never between tiers.
+_ALLOWED_OPCODES_313: dict[str, str] = {
+    **_each("CACHE NOP RESUME EXTENDED_ARG", "no effect of its own (inline caches, tracing points, a wide argument)"),
+    **_each("POP_TOP PUSH_NULL COPY SWAP END_FOR", "stack shuffling (END_FOR pops a finished loop's value)"),
+    **_each(
+        "UNARY_NEGATIVE UNARY_NOT UNARY_INVERT TO_BOOL BINARY_OP COMPARE_OP IS_OP CONTAINS_OP",
+        "operators on values the program holds, none of which has a method the program wrote "
+        "(TO_BOOL: the truth of a value, as UNARY_NOT and the conditional jumps take it)",
+    ),
+    **_each(
+        "BINARY_SUBSCR STORE_SUBSCR DELETE_SUBSCR BUILD_SLICE BINARY_SLICE STORE_SLICE",
+        "item access: the only mutable containers a pure program reaches are its own",
+    ),
+    **_each("GET_ITER FOR_ITER", "iteration over values the program holds"),
+    **_each(
+        "BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_STRING LIST_APPEND SET_ADD "
+        "MAP_ADD LIST_EXTEND SET_UPDATE DICT_UPDATE DICT_MERGE UNPACK_SEQUENCE UNPACK_EX",
+        "builds or unpacks the program's own containers",
+    ),
+    **_each(
+        "FORMAT_SIMPLE FORMAT_WITH_SPEC CONVERT_VALUE",
+        "f-string field: format(value, spec), which walks no attributes (unlike str.format); "
+        "CONVERT_VALUE is its !s, !r or !a, as 3.11's FORMAT_VALUE did",
+    ),
+    "LOAD_CONST": "a constant of the code object",
+    **_each(
+        "LOAD_NAME STORE_NAME DELETE_NAME LOAD_GLOBAL STORE_GLOBAL DELETE_GLOBAL",
+        "the program's own namespace, or a pure builtin; the names are checked",
+    ),
+    **_each(
+        "LOAD_FAST LOAD_FAST_CHECK LOAD_FAST_AND_CLEAR STORE_FAST DELETE_FAST LOAD_FAST_LOAD_FAST "
+        "STORE_FAST_LOAD_FAST STORE_FAST_STORE_FAST LOAD_DEREF STORE_DEREF DELETE_DEREF MAKE_CELL "
+        "COPY_FREE_VARS",
+        "a function's own locals and closure cells (the superinstructions are two of these in one)",
+    ),
+    "LOAD_ATTR": "attribute read, plain or method form; the name is checked against the allowlists",
+    **_each("IMPORT_NAME IMPORT_FROM", "import of a pure module (its proxy); names and level are checked"),
+    **_each("CALL CALL_KW CALL_FUNCTION_EX", "a call of something the program holds"),
+    "CALL_INTRINSIC_1": "unary +, list to tuple, or a generator's StopIteration conversion: the argument is "
+    "checked against ALLOWED_INTRINSICS",
+    **_each(
+        "MAKE_FUNCTION SET_FUNCTION_ATTRIBUTE RETURN_VALUE RETURN_CONST",
+        "the program's own functions and lambdas (SET_FUNCTION_ATTRIBUTE gives the function just made its "
+        "defaults, annotations or closure, as 3.11's MAKE_FUNCTION did)",
+    ),
+    **_each(
+        "RETURN_GENERATOR YIELD_VALUE SEND END_SEND GET_YIELD_FROM_ITER CLEANUP_THROW",
+        "the program's own generators (a generator with a try block is refused separately)",
+    ),
+    **_each(
+        "JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT POP_JUMP_IF_FALSE POP_JUMP_IF_TRUE "
+        "POP_JUMP_IF_NONE POP_JUMP_IF_NOT_NONE",
+        "control flow",
+    ),
+    **_each(
+        "PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH RERAISE RAISE_VARARGS LOAD_ASSERTION_ERROR",
+        "try/except/finally, raise and assert, on the program's own frames",
+    ),
+}
+
+_REFUSED_OPCODES_313: dict[str, str] = {
+    "LOAD_BUILD_CLASS": "classes can define dunder methods that library code calls later",
+    **_each(
+        "LOAD_LOCALS LOAD_FROM_DICT_OR_GLOBALS LOAD_FROM_DICT_OR_DEREF",
+        "only in class bodies and type-parameter scopes",
+    ),
+    "LOAD_SUPER_ATTR": "super(): classes and their methods",
+    **_each("STORE_ATTR DELETE_ATTR", "attribute writes could change a module, class or function"),
+    **_each("BEFORE_WITH WITH_EXCEPT_START", "`with` runs __enter__/__exit__ of library objects (np.errstate)"),
+    **_each(
+        "BEFORE_ASYNC_WITH GET_AWAITABLE GET_AITER GET_ANEXT END_ASYNC_FOR",
+        "async code: coroutines can be left suspended with pending cleanup",
+    ),
+    **_each(
+        "MATCH_CLASS MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS GET_LEN",
+        "`match`: class patterns read attributes named by __match_args__ strings",
+    ),
+    "CHECK_EG_MATCH": "`except*`: exception groups, a known RestrictedPython escape",
+    "CALL_INTRINSIC_2": "its functions are except*'s re-raise and the type parameters' (TypeVar bounds, "
+    "defaults, generic functions): none reviewed as pure",
+    "SETUP_ANNOTATIONS": "module-level annotations write __annotations__",
+    **_each(
+        "ENTER_EXECUTOR EXIT_INIT_CHECK INTERPRETER_EXIT RESERVED",
+        "the interpreter's own (optimizer traces, specialized __init__ calls, the end of a C call): never "
+        "in code the compiler makes",
+    ),
+    **_each(
+        "INSTRUMENTED_CALL INSTRUMENTED_CALL_FUNCTION_EX INSTRUMENTED_CALL_KW INSTRUMENTED_END_FOR "
+        "INSTRUMENTED_END_SEND INSTRUMENTED_FOR_ITER INSTRUMENTED_INSTRUCTION INSTRUMENTED_JUMP_BACKWARD "
+        "INSTRUMENTED_JUMP_FORWARD INSTRUMENTED_LINE INSTRUMENTED_LOAD_SUPER_ATTR INSTRUMENTED_POP_JUMP_IF_FALSE "
+        "INSTRUMENTED_POP_JUMP_IF_NONE INSTRUMENTED_POP_JUMP_IF_NOT_NONE INSTRUMENTED_POP_JUMP_IF_TRUE "
+        "INSTRUMENTED_RESUME INSTRUMENTED_RETURN_CONST INSTRUMENTED_RETURN_VALUE INSTRUMENTED_YIELD_VALUE",
+        "sys.monitoring's forms of other opcodes: co_code shows the plain ones",
+    ),
+    **_each(
+        "JUMP JUMP_NO_INTERRUPT LOAD_CLOSURE LOAD_METHOD LOAD_SUPER_METHOD LOAD_ZERO_SUPER_ATTR "
+        "LOAD_ZERO_SUPER_METHOD POP_BLOCK SETUP_CLEANUP SETUP_FINALLY SETUP_WITH STORE_FAST_MAYBE_NULL",
+        "pseudo-instruction (numbered past 255): the compiler replaces it, co_code never holds it",
+    ),
+}
+
+# CALL_INTRINSIC_1's functions that a pure program may call, by argument (tests/test_pure.py checks each
+# number against the name dis gives it).
+ALLOWED_INTRINSICS: dict[int, str] = {
+    3: "INTRINSIC_STOPITERATION_ERROR: a generator turns a StopIteration raised inside it into RuntimeError",
+    5: "INTRINSIC_UNARY_POSITIVE: +x of a value the program holds",
+    6: "INTRINSIC_LIST_TO_TUPLE: the tuple of a call's *args",
+}
+
+_OPCODE_REVIEWS: Final[dict[tuple[int, int], tuple[dict[str, str], dict[str, str]]]] = {
+    (3, 11): (_ALLOWED_OPCODES_311, _REFUSED_OPCODES_311),
+    (3, 13): (_ALLOWED_OPCODES_313, _REFUSED_OPCODES_313),
+}
+REVIEWED_VERSIONS: Final = tuple(_OPCODE_REVIEWS)
+_VERSION: Final = sys.version_info[:2]
+_REVIEWED: Final = sys.implementation.name == "cpython" and _VERSION in _OPCODE_REVIEWS
+# This interpreter's tables (empty where it is not reviewed: nothing is proven).
+ALLOWED_OPCODES, REFUSED_OPCODES = _OPCODE_REVIEWS[_VERSION] if _REVIEWED else ({}, {})
+
+
+def warm_tier_refusal() -> str | None:
+    """Why this interpreter has no warm tier (every program forks), or None: it has one."""
+    if _REVIEWED:
+        return None
+    reviewed = ", ".join(f"{major}.{minor}" for major, minor in REVIEWED_VERSIONS)
+    return (
+        f"{sys.implementation.name} {_VERSION[0]}.{_VERSION[1]}: its bytecode is not reviewed (reviewed: "
+        f"CPython {reviewed}), so no program is proven pure and every program forks"
+    )
+
 
 # ----------------------------------------------------------------------------------------- builtins
 PURE_BUILTIN_REASONS: dict[str, str] = {
@@ -378,24 +533,51 @@ PURE_ATTRIBUTES: dict[str, str] = {
 }
 
 # ----------------------------------------------------------------------------------------- verifier
-_OPCODE_NUMBERS: Final = {name: number for name, number in dis.opmap.items()}
+# Opcode numbers of this interpreter; -1 for a name it lacks (PRECALL from 3.12 on), and pseudo-instructions
+# (numbered past 255, never in co_code) are left out: the tables name opcodes of several releases.
+_OPCODE_NUMBERS: Final = {name: number for name, number in dis.opmap.items() if number < 256}
+
+
+def _opcode(name: str) -> int:
+    return _OPCODE_NUMBERS.get(name, -1)
+
+
 _ALLOWED_OPS: Final = bytes(_OPCODE_NUMBERS[name] for name in ALLOWED_OPCODES if name in _OPCODE_NUMBERS)
-_EXTENDED_ARG: Final = _OPCODE_NUMBERS["EXTENDED_ARG"]
-_IMPORT_NAME: Final = _OPCODE_NUMBERS["IMPORT_NAME"]
-_LOAD_CONST: Final = _OPCODE_NUMBERS["LOAD_CONST"]
-_STORE_DEREF: Final = _OPCODE_NUMBERS["STORE_DEREF"]
-_DELETE_DEREF: Final = _OPCODE_NUMBERS["DELETE_DEREF"]
-_LOAD_NAME: Final = _OPCODE_NUMBERS["LOAD_NAME"]
-_LOAD_GLOBAL: Final = _OPCODE_NUMBERS["LOAD_GLOBAL"]
-_LOAD_ATTR: Final = _OPCODE_NUMBERS["LOAD_ATTR"]
-_PRECALL: Final = _OPCODE_NUMBERS["PRECALL"]
-_PUSH_NULL: Final = _OPCODE_NUMBERS["PUSH_NULL"]
+_EXTENDED_ARG: Final = _opcode("EXTENDED_ARG")
+_IMPORT_NAME: Final = _opcode("IMPORT_NAME")
+_LOAD_CONST: Final = _opcode("LOAD_CONST")
+_STORE_DEREF: Final = _opcode("STORE_DEREF")
+_DELETE_DEREF: Final = _opcode("DELETE_DEREF")
+_LOAD_NAME: Final = _opcode("LOAD_NAME")
+_LOAD_GLOBAL: Final = _opcode("LOAD_GLOBAL")
+_LOAD_ATTR: Final = _opcode("LOAD_ATTR")
+_PUSH_NULL: Final = _opcode("PUSH_NULL")
+_PUSH_EXC_INFO: Final = _opcode("PUSH_EXC_INFO")
+_CALL_INTRINSIC_1: Final = _opcode("CALL_INTRINSIC_1")
+# Where a release's bytecode differs in what the verifier reads (the 3.13 table's comment says how):
+_SINCE_312: Final = _VERSION >= (3, 12)
+_CALLS_END_WITH: Final = _opcode("CALL" if _SINCE_312 else "PRECALL")  # `str(value)`: the instruction, arg 1
+_NULL_AFTER_CALLEE: Final = _VERSION >= (3, 13)  # LOAD_NAME f, PUSH_NULL (3.11: PUSH_NULL, LOAD_NAME f)
 _PLAIN_LOADS: Final = frozenset(
-    _OPCODE_NUMBERS[name] for name in ("LOAD_NAME", "LOAD_FAST", "LOAD_CONST", "LOAD_DEREF")
+    _opcode(name) for name in ("LOAD_NAME", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_CONST", "LOAD_DEREF")
+) - {-1}
+# Instructions whose argument names an attribute, and by how many bits the name's index is shifted in it
+# (LOAD_ATTR's low bit is the method flag from 3.12 on).
+_ATTRIBUTE_SHIFTS: Final = {
+    _opcode(name): shift
+    for name, shift in (("LOAD_ATTR", 1 if _SINCE_312 else 0), ("LOAD_METHOD", 0), ("IMPORT_FROM", 0))
+    if _opcode(name) != -1
+}
+_ATTRIBUTE_OPS: Final = frozenset(_ATTRIBUTE_SHIFTS)
+# bytes.translate tables: 1 for an instruction whose argument names an attribute directly, 0 for any
+# other; and one for those whose argument is the index shifted by one (None where there is none).
+_ATTRIBUTE_MASK: Final = bytes(1 if _ATTRIBUTE_SHIFTS.get(number) == 0 else 0 for number in range(256))
+_SHIFTED_ATTRIBUTE_MASK: Final = (
+    bytes(1 if _ATTRIBUTE_SHIFTS.get(number) == 1 else 0 for number in range(256))
+    if 1 in _ATTRIBUTE_SHIFTS.values()
+    else None
 )
-_ATTRIBUTE_OPS: Final = frozenset(_OPCODE_NUMBERS[name] for name in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM"))
-# bytes.translate table: 1 for an instruction whose argument names an attribute, 0 for any other.
-_ATTRIBUTE_MASK: Final = bytes(1 if number in _ATTRIBUTE_OPS else 0 for number in range(256))
+_INTRINSIC_MASK: Final = bytes(1 if number == _CALL_INTRINSIC_1 else 0 for number in range(256))
 _ASYNC_FLAGS: Final = 0x80 | 0x100 | 0x200  # CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
 _GENERATOR_FLAG: Final = 0x20
 
@@ -448,8 +630,12 @@ def _why_not_pure_one(code: types.CodeType) -> str | None:
         return "async code"
     if code.co_freevars and (_STORE_DEREF in ops or _DELETE_DEREF in ops):
         return "nonlocal"  # the restricted policy refuses `nonlocal`: so does the warm tier
-    if flags & _GENERATOR_FLAG and code.co_exceptiontable:
+    if flags & _GENERATOR_FLAG and (_PUSH_EXC_INFO in ops if _SINCE_312 else code.co_exceptiontable):
         return f"try block in generator {code.co_name!r}"
+    if _SINCE_312 and _CALL_INTRINSIC_1 in ops:
+        refused_intrinsic = _refused_intrinsic(raw, ops.translate(_INTRINSIC_MASK))
+        if refused_intrinsic is not None:
+            return refused_intrinsic
     local = _private_name(code.co_varnames + code.co_cellvars + code.co_freevars)
     if local is not None:
         return f"name {local!r}"
@@ -468,8 +654,27 @@ def _why_not_pure_one(code: types.CodeType) -> str | None:
             used = set(map(names.__getitem__, set(compress(raw[1::2], mask))))
             if not used.issubset(ALLOWED_ATTRIBUTE_NAMES):
                 return f"attribute {min(used - ALLOWED_ATTRIBUTE_NAMES)!r}"
+        if _SHIFTED_ATTRIBUTE_MASK is not None:
+            mask = ops.translate(_SHIFTED_ATTRIBUTE_MASK)
+            if 1 in mask:
+                used = {names[arg >> 1] for arg in set(compress(raw[1::2], mask))}
+                if not used.issubset(ALLOWED_ATTRIBUTE_NAMES):
+                    return f"attribute {min(used - ALLOWED_ATTRIBUTE_NAMES)!r}"
     private = _private_name(names)  # attributes never start with "_": a global or module variable
     return None if private is None else f"name {private!r}"
+
+
+def _refused_intrinsic(raw: bytes, mask: bytes) -> str | None:
+    """CALL_INTRINSIC_1's argument picks a C function: only those of ALLOWED_INTRINSICS pass. (An
+    EXTENDED_ARG prefix would widen an argument beyond the byte read here: the per-instruction walk,
+    which every code object with one takes, checks the whole argument.)"""
+    refused = set(compress(raw[1::2], mask)) - ALLOWED_INTRINSICS.keys()
+    return None if not refused else f"intrinsic {_intrinsic_name(min(refused))}"
+
+
+def _intrinsic_name(number: int) -> str:
+    names: list[str] = getattr(dis, "_intrinsic_1_descs", [])
+    return names[number] if number < len(names) else str(number)
 
 
 def _private_name(names: tuple[str, ...]) -> str | None:
@@ -507,17 +712,27 @@ def _why_not_pure_slowly(code: types.CodeType) -> str | None:
             if following is None:
                 return "name 'str' other than in str(value)"
             str_call = following
-        if op in _ATTRIBUTE_OPS and names[arg] not in ALLOWED_ATTRIBUTE_NAMES:
-            return f"attribute {names[arg]!r}"
+        if op in _ATTRIBUTE_OPS and names[arg >> _ATTRIBUTE_SHIFTS[op]] not in ALLOWED_ATTRIBUTE_NAMES:
+            return f"attribute {names[arg >> _ATTRIBUTE_SHIFTS[op]]!r}"
+        if op == _CALL_INTRINSIC_1 and arg not in ALLOWED_INTRINSICS:
+            return f"intrinsic {_intrinsic_name(arg)}"
         if op == _IMPORT_NAME:
             reason = _why_not_pure_import(names[arg], previous, consts)
             if reason is not None:
                 return reason
         if (op == _LOAD_NAME and names[arg] == "str") or (op == _LOAD_GLOBAL and names[arg >> 1] == "str"):
-            # A callee: LOAD_NAME after PUSH_NULL, or LOAD_GLOBAL pushing the NULL itself.
-            if not (previous[1][0] == _PUSH_NULL if op == _LOAD_NAME else arg & 1):
+            # A callee: LOAD_NAME beside PUSH_NULL (after it up to 3.12, before it from 3.13 on), or
+            # LOAD_GLOBAL pushing the NULL itself.
+            if op == _LOAD_GLOBAL:
+                if not arg & 1:
+                    return "name 'str' other than in str(value)"
+                str_call = _str_argument
+            elif _NULL_AFTER_CALLEE:
+                str_call = _str_null
+            elif previous[1][0] == _PUSH_NULL:
+                str_call = _str_argument
+            else:
                 return "name 'str' other than in str(value)"
-            str_call = _str_argument
         previous = [previous[1], (op, arg)]
     return None if str_call is _STR_DONE else "name 'str' other than in str(value)"
 
@@ -531,6 +746,11 @@ def _str_done(op: int, arg: int) -> StrState | None:
     return _str_done
 
 
+def _str_null(op: int, arg: int) -> StrState | None:
+    """From 3.13 on, the NULL slot after a callee that LOAD_NAME pushed."""
+    return _str_argument if op == _PUSH_NULL else None
+
+
 def _str_argument(op: int, arg: int) -> StrState | None:
     """The argument: one plain load (a LOAD_GLOBAL that also pushes NULL would be a callee)."""
     if op in _PLAIN_LOADS or (op == _LOAD_GLOBAL and not arg & 1):
@@ -539,9 +759,9 @@ def _str_argument(op: int, arg: int) -> StrState | None:
 
 
 def _str_attributes_or_call(op: int, arg: int) -> StrState | None:
-    if op == _LOAD_ATTR:
+    if op == _LOAD_ATTR and not (_SINCE_312 and arg & 1):  # a plain attribute, not a method's load
         return _str_attributes_or_call
-    return _STR_DONE if op == _PRECALL and arg == 1 else None
+    return _STR_DONE if op == _CALLS_END_WITH and arg == 1 else None
 
 
 _STR_DONE: Final[StrState] = _str_done
@@ -725,6 +945,7 @@ def end_program(namespace: dict[str, object]) -> None:
 
 __all__ = [
     "ALLOWED_ATTRIBUTE_NAMES",
+    "ALLOWED_INTRINSICS",
     "ALLOWED_OPCODES",
     "PURE_ATTRIBUTES",
     "PURE_BUILTINS",
@@ -732,13 +953,14 @@ __all__ = [
     "PURE_MODULES",
     "REFUSED_BUILTINS",
     "REFUSED_OPCODES",
-    "REVIEWED_VERSION",
+    "REVIEWED_VERSIONS",
     "Unproven",
     "end_program",
     "exec_pure",
     "prepare_proxies",
     "pure_globals",
     "unproven",
+    "warm_tier_refusal",
     "why_not_pure",
     "why_not_pure_program",
 ]

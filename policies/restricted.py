@@ -870,8 +870,9 @@ _DENIED_BUILTINS = (
 
 
 # Standard-library helpers that allowlisted C modules import lazily by a fixed name:
-# datetime.strptime needs _strptime, date.today() and datetime.now() need time.
-IMPLICIT_IMPORTS = frozenset({"_strptime", "time"})
+# datetime.strptime needs _strptime, date.today() and datetime.now() need time; on 3.13 (not 3.11),
+# CPython's C warnings code imports warnings to show a warning raised in C (np.log(0.0)).
+IMPLICIT_IMPORTS = frozenset({"_strptime", "time", "warnings"})
 _IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 

@@ -45,7 +45,7 @@ def diagnose(backend: str = "process") -> list[str]:
 def _diagnose_process() -> list[str]:
     from potrun.sandbox import isolation
 
-    lines = ["backend process: workers are local processes (python -s -P -m potrun.sandbox.worker)"]
+    lines = ["backend process: workers are local processes (python -s -P -m potrun.sandbox.worker)", tier_line()]
     capabilities, error = _worker_capabilities("process")
     if capabilities is None:
         return [*lines, f"{BAD} the worker did not start: {error}"]
@@ -94,6 +94,22 @@ def _diagnose_process() -> list[str]:
     ]
     lines += _probe_programs("process", network_expected=bool(capabilities.get("network_namespace")))
     return lines
+
+
+def tier_line() -> str:
+    """Which tiers this Python has: the warm tier needs a release whose bytecode the verifier's review
+    covers; without one every program forks (slower, never less safe)."""
+    import platform
+
+    from potrun.policies.pure import warm_tier_refusal
+
+    refusal = warm_tier_refusal()
+    return _line(
+        refusal is None,
+        f"tiers warm and fork: Python {platform.python_version()}'s bytecode is reviewed, so programs "
+        "proven pure run in a long-lived warm runner and every other in a fresh fork",
+        f"tiers fork only, no warm tier: {refusal} (several times slower per program, never less safe)",
+    )
 
 
 def boundary_lines(capabilities: dict[str, Any]) -> list[str]:

@@ -4,9 +4,9 @@ potrun's version and a fingerprint of the rules that decide a verdict (the sourc
 comparators, benchmarks and policies: two runs under different rules never share a trace, even where a
 version was not bumped), every option and limit in force (the check options and the SandboxConfig), the
 inputs (path, size and SHA-256), when the run started and ended (UTC, ISO 8601) and the machine (cores,
-Python, numpy, platform). A regular file is hashed whole after the run, in chunks (a 10 GB file is not
-held); a stream (standard input, a pipe, a FIFO) was read once and is gone, so its size and hash are
-null with the reason.
+Python, numpy, platform, and which tiers this Python has, with why). A regular file is hashed whole
+after the run, in chunks (a 10 GB file is not held); a stream (standard input, a pipe, a FIFO) was read
+once and is gone, so its size and hash are null with the reason.
 """
 
 from __future__ import annotations
@@ -58,15 +58,24 @@ def file_identity(path: str | Path) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    """The machine that ran: cores, Python, numpy, platform."""
+    """The machine that ran: cores, Python, numpy, platform, and the tiers this Python has (`tiers`,
+    and `tiers_why`: the warm tier needs a release whose bytecode the verifier's review covers; the
+    process backend's, since a container runs the image's own Python)."""
     import numpy
 
+    from potrun.policies.pure import warm_tier_refusal
+
+    refusal = warm_tier_refusal()
     return {
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "numpy": numpy.__version__,
         "platform": platform.platform(),
+        "tiers": ["fork"] if refusal else ["warm", "fork"],
+        "tiers_why": refusal
+        or f"Python {platform.python_version()}'s bytecode is reviewed: programs proven pure "
+        "take the warm tier, every other forks",
     }
 
 
