@@ -67,7 +67,10 @@ class MemoryCgroup:
             str(path / ("memory.usage_in_bytes" if version == 1 else "memory.current")), os.O_RDONLY | os.O_CLOEXEC
         )
         # Anonymous memory only (no page cache, no tmpfs): what a warm runner's heap and copies hold.
-        self._stat = os.open(str(path / "memory.stat"), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._stat = os.open(str(path / "memory.stat"), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._stat = -1  # (the warm runner's own count after each program still holds it to its margin)
         self._anonymous_key = b"rss " if version == 1 else b"anon "
         self.anonymous_baseline = 0  # anonymous bytes charged here while no runner lives
         self._limit_fd = os.open(self._limit_file, os.O_WRONLY | os.O_CLOEXEC) if owned else -1
@@ -124,6 +127,8 @@ class MemoryCgroup:
     def anonymous(self) -> int:
         """Anonymous bytes charged here (memory.stat's rss on v1, anon on v2; ~25 us): no page cache,
         which the kernel reclaims before any OOM kill, and no tmpfs or memfd pages."""
+        if self._stat < 0:
+            return 0
         text = b"\n" + os.pread(self._stat, _STAT_READ, 0)
         start = text.find(b"\n" + self._anonymous_key)
         if start < 0:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from potrun.policies import get_policy
-from potrun.policies.pure import prepare_proxies
+from potrun.policies.pure import on_unproven, prepare_proxies
 from potrun.sandbox import cputimer, forkserver, isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.forkserver import ForkServer, reap_status
 from potrun.sandbox.protocol import (
@@ -853,6 +853,13 @@ def _serve_warm(requests: int, results: int) -> None:
     try:
         memcg.tune_malloc()
         runner = Runner(None, send=send)
+
+        def stop_unproven(reason: str) -> None:  # the program reached what its proof did not cover
+            runner.stop_for_fork()
+            answers.send(b"", NEEDS_FORK | RECYCLE, time.process_time())
+            os._exit(0)
+
+        on_unproven(stop_unproven)
         footprint = memcg.Footprint()
         reader = FrameReader()
         queue: deque[bytes] = deque()

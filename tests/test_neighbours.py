@@ -361,3 +361,81 @@ def test_a_warm_runner_that_dies_between_programs_is_not_blamed(small_box: Sandb
             os.kill(pid, signal.SIGKILL)
         results = list(small_box.run_many([f"ans = {n} * 2" for n in range(5)]))
         assert [(r.status.value, r.value, r.attempts) for r in results] == [("ok", n * 2, 1) for n in range(5)]
+
+
+# -------------------------------------------------------------- one verdict whatever the tier (class 4)
+
+# Objects whose text shows an address (which depends on the runner's history), as a pure program can make
+# or reach them, and ways to turn one into text.
+ADDRESS_OBJECTS = {
+    "function": "def f():\n    return 1\nthing = f\n",
+    "lambda": "thing = lambda: 1\n",
+    "generator": "thing = (x for x in [1, 2])\n",
+    "map": "thing = map(abs, [1, 2])\n",
+    "bound-method": "xs = [1]\nthing = xs.append\n",
+    "library-function": "import numpy as np\nthing = np.sum\n",
+    "module": "import math\nthing = math\n",
+    "list-of-functions": "def f():\n    return 1\nthing = [1, f]\n",
+}
+AS_TEXT = {
+    "str": "ans = str(thing)\n",
+    "print": "print(thing)\n",
+    "print-in-list": "print([thing])\n",
+    "f-string": "ans = f'{thing}'\n",
+    "percent": "ans = '%s' % (thing,)\n",
+    "error-message": "table = {}\nans = table[thing]\n",
+}
+# A warm program that reaches a member its proof did not cover (`Unproven`), swallows the refusal,
+# then does one of these: its verdict must be a fork's.
+AFTER_SWALLOWING = {
+    "loop": "while True:\n    pass\n",
+    "flood": "while True:\n    print('flood' * 100)\n",
+    "answer": "ans = 7\n",
+    "printed": "print(41)\n",
+    "error": "ans = 1 / 0\n",
+}
+UNPROVEN_REACH = {
+    "bare-except": "import numpy as np\ntry:\n    f = np.save\nexcept:\n    pass\n",
+    "finally-continue": "import numpy as np\nfor i in range(2):\n    try:\n        f = np.load\n    finally:\n        continue\n",
+}
+
+
+def tier_cases(seed: int, count: int) -> list[tuple[str, str]]:
+    """Generated (name, program) pairs: each way to make text of each address-bearing object, and each
+    swallowed refusal followed by each misbehaviour, drawn in a seeded order with drawn fillers."""
+    rng = random.Random(seed)
+    cases = [(f"{obj}-{text}", ADDRESS_OBJECTS[obj] + AS_TEXT[text]) for obj in ADDRESS_OBJECTS for text in AS_TEXT] + [
+        (f"{reach}-{after}", UNPROVEN_REACH[reach] + f"x = {rng.randint(1, 99)}\n" + AFTER_SWALLOWING[after])
+        for reach in UNPROVEN_REACH
+        for after in AFTER_SWALLOWING
+    ]
+    rng.shuffle(cases)
+    return cases[:count]
+
+
+@pytest.fixture(scope="module", params=["restricted", "trusted"])
+def tier_boxes(request: pytest.FixtureRequest, backend: str) -> Iterator[tuple[Sandbox, Sandbox]]:
+    options = {"workers": 1, "timeout": 0.5, "memory_mb": MEMORY_MB, "policy": request.param}
+    with Sandbox(backend, **options) as warm, Sandbox(backend, isolation="fork", **options) as fork:  # type: ignore[arg-type]
+        yield warm, fork
+
+
+def test_a_program_gets_one_verdict_whatever_the_tier(tier_boxes: tuple[Sandbox, Sandbox]) -> None:
+    """A warm program that showed an address, or reached what its proof did not cover, is decided in a
+    fork: same status, value, output and error as the fork tier gives it."""
+    warm_box, fork_box = tier_boxes
+    failures = []
+    for name, source in tier_cases(SEED, 100):
+        warm, fork = warm_box.run(source), fork_box.run(source)
+        # Two forks may place a function apart: where the fork shows an address, the warm box must have
+        # forked too; elsewhere the results must be the same.
+        shows_address = "0x" in f"{fork.value!r} {fork.stdout} {fork.error}"
+        if (warm.isolation != "fork") if shows_address else not same_result(warm, fork):
+            failures.append(f"{name}: warm {describe(warm)} isolation={warm.isolation}\n  fork {describe(fork)}")
+    assert not failures, "\n".join(failures)
+
+
+def test_a_proxy_module_shows_as_the_module(small_box: Sandbox) -> None:
+    warm = small_box.run("import math\nans = str(math)\n")
+    fork = small_box.run("import math\nclass A:\n    pass\nans = str(math)\n")
+    assert fork.isolation == "fork" and warm.value == fork.value, (describe(warm), describe(fork))
