@@ -184,6 +184,7 @@ class Worker:
         # SysV shared memory, semaphores and queues: the worker's own namespace, emptied after each forked
         # program (`remove_ipc_objects`), so that none is the host's, another worker's or a later program's.
         self.ipc_isolated = isolation.unshare_ipc()
+        self.uts_isolated = isolation.unshare_uts()  # (a container's name is the engine's: a fixed one too)
         self.subreaper = isolation.set_subreaper()
         # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
         # (the worker, its fork server and its warm runner above the program's own)
@@ -284,6 +285,7 @@ class Worker:
             memory_cgroup=self.memory is not None and self.memory.owned,
             non_dumpable=self.non_dumpable,
             seccomp=self.seccomp,
+            uts_namespace=self.uts_isolated or _fixed_hostname(),
         )
         return {
             "op": "hello",
@@ -1047,6 +1049,11 @@ def _build_minimal_root(staging: str) -> bool:
         print(f"potrun worker: no minimal root ({exc}): programs see the host's files", file=sys.stderr)
         isolation.unmount(staging)
         return False
+
+
+def _fixed_hostname() -> bool:
+    """Is the machine's name potrun's fixed one (a container named by `docker.container_options`)?"""
+    return os.uname().nodename.encode() == isolation.HOSTNAME
 
 
 def _oom_score() -> int:
