@@ -65,11 +65,17 @@ in a fork; the recursion depth (back to the runner's when the program returns); 
 (freed with the namespace, running no program code, by the generator rule); library warnings "shown
 once" whose registry is a library module's (`np.mean([])`): a later program's stderr can miss one,
 never a status or value. A program can swallow any exception with a bare `except:` or a `finally` that
-`continue`s, so a warm runner's limits must kill, not raise. Addresses: `str()`/`print`/f-strings of a
-function or a proxy show or depend on an address (`<function f at 0x...>`), and so does the iteration
-order of a set of functions; those depend on the allocator's history, so such a value may differ
-between a warm runner and a fresh fork (`id`, `hash`, `repr`, `ascii` are refused to keep that rare;
-numbers, strings and containers of them, all a PoT program computes, never depend on it).
+`continue`s, so a warm runner's limits must kill, not raise; and a program that reaches what its proof
+did not cover is stopped there (`on_unproven`: the warm runner answers "needs a fork" and leaves), so
+that nothing it does after swallowing `Unproven` (loop, flood its output) decides its verdict.
+Addresses: the text of a function, an iterator, a bound method or a module shows an address (or, for a
+proxy, would show the proxy), which depends on the allocator's history, so it may differ between a warm
+runner and a fresh fork. `str` and `print` of PURE_BUILTINS take only values whose text is their content
+(else Unproven); the runner sends to the fork any warm result whose value, output or error shows an
+address (f-strings, `%`, exceptions' messages); a proxy's repr is its module's. What still gets
+through: text cut from an address (`f'{f}'[-6:]`) and the iteration order of a set of functions
+(hashed by address); `id`, `hash`, `repr`, `ascii` are refused to keep it rare (numbers, strings and
+containers of them, all a PoT program computes, never depend on it).
 Uninitialised memory (`np.empty`) is not reachable. The answer may be a lazy object (`ans = map(f, xs)`):
 the runner must not iterate it outside the program's limits.
 """
@@ -794,7 +800,8 @@ class _PureModule(types.ModuleType):
         raise AttributeError("a pure module is read-only")
 
     def __repr__(self) -> str:
-        return f"<pure module {self.__getattr__('')!s}>"
+        """The real module's: a program's text must not depend on its tier (the fork's is the module)."""
+        return repr(sys.modules[self.__getattr__("")])
 
 
 _PROXIES: dict[str, _PureModule] = {}
@@ -866,10 +873,20 @@ class Unproven(BaseException):
 
 
 _UNPROVEN: list[str] = []  # why the current program is unproven; cleared by pure_globals()
+_ON_UNPROVEN: list[Callable[[str], None]] = []  # what a warm runner does the moment it happens
+
+
+def on_unproven(callback: Callable[[str], None]) -> None:
+    """Call `callback(reason)` the moment a program becomes unproven, before `Unproven` is raised: a
+    warm runner stops the program there (the fork decides it), since a program may swallow the
+    exception and go on to loop or flood its output, which would decide its verdict in this tier."""
+    _ON_UNPROVEN[:] = [callback]
 
 
 def _unproven_now(reason: str) -> Unproven:
     _UNPROVEN.append(reason)
+    for callback in _ON_UNPROVEN:
+        callback(reason)
     return Unproven(reason)
 
 
@@ -905,9 +922,60 @@ def _pure_import(
     return _proxy(name if fromlist else name.partition(".")[0])
 
 
+# Text made of a value must not depend on addresses, which depend on the runner's history: `str()` and
+# `print` of a function, an iterator, a bound method or a module show one (`<function f at 0x...>`),
+# and the same program in a fresh fork shows another. Those take the values whose text is their
+# content only; anything else makes the program unproven, and the fork decides it.
+_PLAIN_TEXT_TYPES: Final = frozenset({int, float, complex, bool, type(None), str, bytes, range, slice})
+_PLAIN_TEXT_BUDGET: Final = 10_000  # items looked at in one value, containers included
+
+
+def _check_plain_text(value: object) -> None:
+    """Raise Unproven unless `value`'s text is its content alone (numbers, strings, numeric arrays,
+    and containers of them)."""
+    budget = [_PLAIN_TEXT_BUDGET]
+    if not _plain_text(value, budget):
+        raise _unproven_now(f"the text of a {type(value).__name__} may show an address")
+
+
+def _plain_text(value: object, budget: list[int]) -> bool:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    kind = type(value)
+    if kind in _PLAIN_TEXT_TYPES:
+        return True
+    if kind is list or kind is tuple or kind is set or kind is frozenset:
+        return all(_plain_text(item, budget) for item in value)  # type: ignore[attr-defined]
+    if kind is dict:
+        return all(_plain_text(k, budget) and _plain_text(v, budget) for k, v in value.items())  # type: ignore[attr-defined]
+    module = getattr(kind, "__module__", "")
+    if module in ("fractions", "decimal") and kind.__name__ in ("Fraction", "Decimal"):
+        return True
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and (kind is numpy.ndarray or isinstance(value, numpy.generic)) and module == "numpy":
+        return value.dtype.kind in "biufcUSmM"  # type: ignore[attr-defined]
+    return False
+
+
+def _pure_str(value: object = "") -> str:
+    """`str` of PURE_BUILTINS (the verifier admits it only as `str(value)`)."""
+    _check_plain_text(value)
+    return str(value)
+
+
+def _pure_print(*values: object, **options: Any) -> None:
+    """`print` of PURE_BUILTINS."""
+    for value in values:
+        _check_plain_text(value)
+    print(*values, **options)
+
+
 def _make_builtins() -> dict[str, object]:
     table: dict[str, object] = {name: getattr(builtins, name) for name in PURE_BUILTIN_REASONS}
     table["__import__"] = _pure_import
+    table["str"] = _pure_str
+    table["print"] = _pure_print
     return table
 
 
@@ -957,6 +1025,7 @@ __all__ = [
     "Unproven",
     "end_program",
     "exec_pure",
+    "on_unproven",
     "prepare_proxies",
     "pure_globals",
     "unproven",

@@ -28,6 +28,8 @@ Each container is created with (see `container_options`):
                                     the container's OOM killer takes the program, not the worker; a
                                     negative score for the worker would need CAP_SYS_RESOURCE, which
                                     this machine's engine lacks)
+    hostname="potrun"               the name every container shows its programs (the process backend's
+                                    workers set it in a UTS namespace of their own)
     ipc_mode="none"                 an IPC namespace of its own and no /dev/shm, which would outlive
                                     programs (the worker cannot empty SysV objects between programs
                                     here, that needs CAP_SYS_ADMIN: the seccomp filter refuses them)
@@ -84,7 +86,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.isolation import SCRATCH_OPTIONS, process_alive
+from potrun.sandbox.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
 from potrun.types import Limits, SandboxUnavailable
 
 if TYPE_CHECKING:
@@ -236,6 +238,7 @@ def container_options(
         "tty": False,  # no tty: the output is multiplexed with 8-byte headers, stdin is passed as is
         "detach": False,
         "network_mode": "none",
+        "hostname": HOSTNAME.decode(),  # every container the same name: never the host's, nor its own id
         "read_only": True,
         "tmpfs": dict(TMPFS),
         "working_dir": "/tmp",

@@ -26,6 +26,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWUTS = 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 0x400, 0x800, 0x1000, 0x4000, 0x40000, 0x200000
 MOUNT_OPTIONS = {
@@ -93,7 +94,8 @@ class Capabilities:
     pid_namespace: bool = False  # the worker is init of a PID namespace: no outside process seen, none outlives it
     memory_cgroup: bool = False  # one memory limit on all of a program's processes, memfds and tmpfs files
     non_dumpable: bool = False  # the worker's /proc entries and ptrace are refused to its runners
-    seccomp: bool = False  # a system call filter (sandbox/seccomp.py) refuses mounts, namespaces, ptrace...
+    seccomp: bool = False  # a system call allow-list (sandbox/seccomp.py): everything else refused
+    uts_namespace: bool = False  # programs see the host name "potrun", never the machine's
 
     def to_dict(self) -> dict[str, bool]:
         return asdict(self)
@@ -104,6 +106,18 @@ def unshare_ipc() -> bool:
     semaphores and message queues a program makes vanish with the namespace, and it sees none of the
     host's. Needs CAP_SYS_ADMIN (root, or a user namespace of its own); False where refused."""
     return bool(_libc.unshare(CLONE_NEWIPC) == 0)
+
+
+HOSTNAME = b"potrun"  # what every runner sees as the machine's name (uname, /proc/sys/kernel/hostname)
+
+
+def unshare_uts() -> bool:
+    """Move this process (and its future children) into a new UTS namespace named HOSTNAME: a program
+    reads a fixed name, never the host's, and its result cannot depend on which machine ran it. Needs
+    CAP_SYS_ADMIN; False where refused (a container, whose engine names it: `docker.container_options`)."""
+    if _libc.unshare(CLONE_NEWUTS) != 0:
+        return False
+    return bool(_libc.sethostname(HOSTNAME, len(HOSTNAME)) == 0 and _libc.setdomainname(b"(none)", 6) == 0)
 
 
 def _ipc_count(info: Callable[[Any], int], field: int) -> int:

@@ -27,6 +27,7 @@ RLIMIT_AS stays the only limit, as `potrun doctor` says.
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 
@@ -38,6 +39,7 @@ SLACK_BYTES = 16 * 1024 * 1024  # page tables, kernel stacks and the runner's pi
 OOM_SCORE_WORKER = -1000  # never the OOM killer's choice...
 OOM_SCORE_RUNNER = 1000  # ...its runners always first
 _READ = 4096
+_STAT_READ = 8192  # memory.stat: its anonymous count is among its first lines
 _RUNNER_SCORE = str(OOM_SCORE_RUNNER).encode()
 
 
@@ -64,6 +66,13 @@ class MemoryCgroup:
         self._usage = os.open(
             str(path / ("memory.usage_in_bytes" if version == 1 else "memory.current")), os.O_RDONLY | os.O_CLOEXEC
         )
+        # Anonymous memory only (no page cache, no tmpfs): what a warm runner's heap and copies hold.
+        try:
+            self._stat = os.open(str(path / "memory.stat"), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._stat = -1  # (the warm runner's own count after each program still holds it to its margin)
+        self._anonymous_key = b"rss " if version == 1 else b"anon "
+        self.anonymous_baseline = 0  # anonymous bytes charged here while no runner lives
         self._limit_fd = os.open(self._limit_file, os.O_WRONLY | os.O_CLOEXEC) if owned else -1
         self._swap_fd = os.open(self._swap_file, os.O_WRONLY | os.O_CLOEXEC) if owned and self._swap else -1
 
@@ -113,11 +122,31 @@ class MemoryCgroup:
     def measure_baseline(self) -> None:
         """Take what is charged now (no runner alive) as the worker's share, which the limit adds to."""
         self.baseline = self.usage()
+        self.anonymous_baseline = self.anonymous()
+
+    def anonymous(self) -> int:
+        """Anonymous bytes charged here (memory.stat's rss on v1, anon on v2; ~25 us): no page cache,
+        which the kernel reclaims before any OOM kill, and no tmpfs or memfd pages."""
+        if self._stat < 0:
+            return 0
+        text = b"\n" + os.pread(self._stat, _STAT_READ, 0)
+        start = text.find(b"\n" + self._anonymous_key)
+        if start < 0:
+            return 0
+        start += len(self._anonymous_key) + 1
+        return int(text[start : text.index(b"\n", start) if b"\n" in text[start:] else None])
+
+    def warm_runner_too_large(self) -> bool:
+        """Does the cgroup hold more anonymous memory than while no runner lived, by over the warm
+        runner's margin? Asked with the warm runner idle and no fork alive: the excess is the warm
+        runner's (its heap, and its copies of the worker's pages, which its own count cannot see)."""
+        return self.anonymous() - self.anonymous_baseline > WARM_MARGIN_BYTES
 
     def set_limit(self, memory_mb: int) -> None:
-        """Limit the cgroup to `memory_mb` for the program plus the worker's share; written only when it
-        changes. Swap (memsw on v1) limited alike, so that nothing is swapped out past the limit."""
-        limit = memory_mb * 1024 * 1024 + self.baseline + SLACK_BYTES
+        """Limit the cgroup to `memory_mb` for the program plus the worker's share and the warm runner's
+        (WARM_MARGIN_BYTES: it is replaced beyond it); written only when it changes. Swap (memsw on v1)
+        limited alike, so that nothing is swapped out past the limit."""
+        limit = memory_mb * 1024 * 1024 + self.baseline + SLACK_BYTES + WARM_MARGIN_BYTES
         if not self.owned or limit == self.limit:
             return
         value = str(limit).encode()
@@ -133,7 +162,7 @@ class MemoryCgroup:
         self.limit = limit
 
     def close(self) -> None:
-        for fd in (self._events, self._usage, self._limit_fd, self._swap_fd):
+        for fd in (self._events, self._usage, self._stat, self._limit_fd, self._swap_fd):
             if fd >= 0:
                 try:
                     os.close(fd)
@@ -228,3 +257,59 @@ def set_oom_score(value: int) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+# ------------------------------------------------------------------------- a warm runner's footprint
+
+# What a warm runner may hold, above what it held before its first program, once a program is over
+# (resident anonymous memory: its heap, its arenas, its copies of the worker's pages). Past it the
+# runner is replaced: a program's memory verdict must not depend on what an earlier one left behind
+# (red team, issue 35: a pure numpy program left its runner at 400-900 MB, and the next fork that
+# needed its whole limit was killed for memory, or the OOM killer took the warm runner and its death
+# was blamed on the next program). The worker's memory cgroup leaves this much room for it above a
+# program's own limit (`set_limit`), so a fork always has its limit and the slack.
+WARM_MARGIN_BYTES = 24 * 1024 * 1024
+# glibc's malloc (mallopt(3)): a fixed mmap threshold (no dynamic rise after a large block is freed)
+# and a fixed trim threshold, so that large blocks go back to the kernel when freed and a freed heap
+# top is returned; a cheap first line, the replacement rule is what guarantees the margin.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 256 * 1024
+TRIM_THRESHOLD_BYTES = 1024 * 1024
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class Footprint:
+    """This process's resident anonymous memory (/proc/self/statm: resident less file-backed and
+    shared pages), read with one pread of a descriptor kept open (~2 us), against its value when made."""
+
+    def __init__(self) -> None:
+        self._fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        self.baseline = self.anonymous()
+
+    def anonymous(self) -> int:
+        fields = os.pread(self._fd, 128, 0).split()
+        return (int(fields[1]) - int(fields[2])) * _PAGE
+
+    def over_margin(self) -> bool:
+        """Does the process hold more than WARM_MARGIN_BYTES above its baseline, even once malloc has
+        given back what it can (malloc_trim, tried only then: it walks the heap)?"""
+        if self.anonymous() - self.baseline <= WARM_MARGIN_BYTES:
+            return False
+        _malloc_trim()
+        return self.anonymous() - self.baseline > WARM_MARGIN_BYTES
+
+
+def tune_malloc() -> None:
+    """Fixed mmap and trim thresholds for glibc's malloc in this process (see M_MMAP_THRESHOLD);
+    nothing where the C library is not glibc."""
+    libc = ctypes.CDLL(None)
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+
+
+def _malloc_trim() -> None:
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)

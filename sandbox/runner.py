@@ -25,6 +25,7 @@ import itertools
 import marshal
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -287,6 +288,8 @@ class Runner:
             stdout=sink.stdout.tail,
             stderr=sink.stderr.tail,
         )
+        if self.warm and _shows_an_address(message):
+            return None, False  # text the same program in a fork would show otherwise: the fork decides
         return message, recycle or (self.warm and not self._pristine())
 
     def _renew_backstop(self, cpu_s: float) -> None:
@@ -390,6 +393,11 @@ class Runner:
         printer = _Printer(sink)
         return self.guards.new_globals(lambda _getattr=None: printer)
 
+    def stop_for_fork(self) -> None:
+        """A warm program is void (it reached what its proof did not cover): its time stops here, and the
+        worker forks it (the caller answers NEEDS_FORK and leaves, whatever the program would do next)."""
+        self._timer.disarm()
+
     def _overflow(self) -> None:
         """Past the output limit: answer now and leave, so a program that catches it cannot go on."""
         if self._sink is not None and self._current is not None:
@@ -406,6 +414,22 @@ class Runner:
 
 
 # -- answers ---------------------------------------------------------------------------------------
+
+
+# What an address looks like in an object's text (`<function f at 0x7f...>`, `<map object at 0x55...>`):
+# a warm program's answer, output or error that shows one (made by an f-string, `%`, an exception's
+# message: ways `str` and `print` of PURE_BUILTINS do not see) is decided in a fork instead.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def _shows_an_address(message: dict[str, Any]) -> bool:
+    for key in ("value", "stdout", "stderr", "error"):
+        text = message.get(key)
+        if text is None or type(text) in (int, float, bool):
+            continue
+        if _ADDRESS.search(text if type(text) is str else repr(text)):
+            return True
+    return False
 
 
 def _read_entry(

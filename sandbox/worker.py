@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from potrun.policies import get_policy
-from potrun.policies.pure import prepare_proxies
+from potrun.policies.pure import on_unproven, prepare_proxies
 from potrun.sandbox import cputimer, forkserver, isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.forkserver import ForkServer, reap_status
 from potrun.sandbox.protocol import (
@@ -184,6 +184,7 @@ class Worker:
         # SysV shared memory, semaphores and queues: the worker's own namespace, emptied after each forked
         # program (`remove_ipc_objects`), so that none is the host's, another worker's or a later program's.
         self.ipc_isolated = isolation.unshare_ipc()
+        self.uts_isolated = isolation.unshare_uts()  # (a container's name is the engine's: a fixed one too)
         self.subreaper = isolation.set_subreaper()
         # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
         # (the worker, its fork server and its warm runner above the program's own)
@@ -284,6 +285,7 @@ class Worker:
             memory_cgroup=self.memory is not None and self.memory.owned,
             non_dumpable=self.non_dumpable,
             seccomp=self.seccomp,
+            uts_namespace=self.uts_isolated or _fixed_hostname(),
         )
         return {
             "op": "hello",
@@ -402,7 +404,10 @@ class Worker:
             queued += len(request.body)
             batch.append(frame(request.body))
         if batch:
-            write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
+            try:
+                write_all(self.warm.requests, b"".join(batch))  # type: ignore[union-attr]
+            except OSError:
+                pass  # the runner died between programs: its end of the results pipe tells (`_after_warm_death`)
 
     def _collect_warm(self, inflight: Deque, finished: float) -> tuple[bytes, bool, float]:
         """Take the runner's answers, or its death, or the head's deadline.
@@ -421,7 +426,7 @@ class Worker:
         now = time.perf_counter()
         if data == b"":
             head = inflight.popleft()
-            return self._verdict_after_death(runner, head.message, _started(head, finished)), True, now
+            return self._after_warm_death(runner, head, _started(head, finished)), True, now
         if data:
             out: list[bytes] = []
             try:
@@ -438,6 +443,8 @@ class Worker:
                 if flags & NEEDS_FORK:  # answers go out before the fork, which may take its whole time
                     self._write(b"".join(out) + self.run_forked(head))
                     out.clear()
+                    if self.warm is None:  # replaced before the fork (`run_forked`): the rest is re-sent
+                        return b"", True, time.perf_counter()
                     finished = self._resume_warm()
                 else:
                     out.append(frame(body[_ANSWER.size :]))
@@ -467,6 +474,7 @@ class Worker:
         """One program in a fresh fork of the fork server, in a fresh directory; the fork is killed with its
         group afterwards, and the directory removed. Its answer is untrusted: checked and re-encoded."""
         message = request.message
+        self._limit_warm_footprint()
         scratch = self._own_directory("fork", self.entry.fork_uid)
         runner = self._fork(request)
         started = time.perf_counter()
@@ -497,6 +505,42 @@ class Worker:
             _remove_directory(scratch)
             if self.ipc_isolated:
                 isolation.remove_ipc_objects()
+
+    def _limit_warm_footprint(self) -> None:
+        """Before a fork: replace the warm runner (idle now) if it holds more than its margin (its own
+        count after each program misses its copies of the worker's pages). The fork's memory cgroup
+        leaves the margin to it (`memcg.WARM_MARGIN_BYTES`): past that, what an earlier program left
+        would decide the fork's memory verdict."""
+        if self.warm is None or self.memory is None:
+            return
+        try:
+            too_large = self.memory.warm_runner_too_large()
+        except (OSError, ValueError):
+            return
+        if too_large:
+            self._stop_warm()
+            self.memory.measure_baseline()  # no runner lives
+
+    def _after_warm_death(self, runner: RunnerProcess, request: Request, started: float) -> bytes:
+        """The warm runner died before answering `request`. Its CPU limit, confirmed by the kernel's
+        account, is the program's timeout; any other death (the OOM killer, a signal, an exit) may be
+        the runner's history or have come between programs, before this one even started: the
+        machinery's failure, never the program's verdict. The program then runs again in a fresh fork,
+        which decides it."""
+        status, cpu, _ = self._reap(runner)
+        killed_for_memory = self._killed_for_memory()  # (read now, so that the fork's own count starts here)
+        limit = request.message.limits.timeout_s
+        if not killed_for_memory and _cpu_limit_death(status, cpu, limit):
+            result = ExecResult(
+                Status.TIMEOUT,
+                timeout_kind="cpu",
+                error=f"cpu time limit of {limit:g} s exceeded",
+                isolation=_WARM,
+                wall_s=time.perf_counter() - started,
+                cpu_s=cpu,
+            )
+            return encode_result(request.message.id, result)
+        return self.run_forked(request)
 
     def _forked_answer(self, body: bytes, request: RunRequest, peak: float | None) -> bytes:
         """A fork's answer, as potrun gets it: whatever bytes the fork wrote, only this request's result
@@ -596,7 +640,7 @@ class Worker:
                 return self._memory_verdict(request, wall, cpu, _tier(runner), peak_mb)
             # The CPU timer's SIGPROF, the rlimit's SIGXCPU or SIGKILL, confirmed by the kernel's own
             # account of the runner's CPU time: a program that signals itself earns no timeout by it.
-            if sig in CPU_LIMIT_SIGNALS and cpu >= CPU_CONFIRM * cpu_limit:
+            if _cpu_limit_death(status_code, cpu, cpu_limit):
                 verdict = dataclasses.replace(
                     measured,
                     status=Status.TIMEOUT,
@@ -809,7 +853,16 @@ def _serve_warm(requests: int, results: int) -> None:
 
     code = 0
     try:
+        memcg.tune_malloc()
         runner = Runner(None, send=send)
+
+        def stop_unproven(reason: str) -> None:  # the program reached what its proof did not cover
+            runner.stop_for_fork()
+            answers.send(b"", NEEDS_FORK | RECYCLE, time.process_time())
+            os._exit(0)
+
+        on_unproven(stop_unproven)
+        footprint = memcg.Footprint()
         reader = FrameReader()
         queue: deque[bytes] = deque()
         paused = False  # after NEEDS_FORK, until the worker's RESUME: the fork runs alone
@@ -826,6 +879,8 @@ def _serve_warm(requests: int, results: int) -> None:
                 continue
             request = request_message(queue.popleft())
             result, recycle = runner.run(request)
+            # What the program left (a heap glibc keeps, fragments) must not decide a later one's verdict.
+            recycle = recycle or footprint.over_margin()
             if result is None:  # for a fork; after a memory verdict, this runner is replaced too
                 answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0), time.process_time())
                 if recycle:
@@ -898,6 +953,12 @@ def _send_forked(results: int, modules: int, message: dict[str, Any], recycle: b
         held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
     body = dumps(message)
     write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + body))
+
+
+def _cpu_limit_death(status: int, cpu: float, limit: float) -> bool:
+    """Did a runner die of its CPU limit (a limit signal, and the kernel's account of its CPU time
+    confirms it: a program that signals itself earns no timeout by it)?"""
+    return os.WIFSIGNALED(status) and os.WTERMSIG(status) in CPU_LIMIT_SIGNALS and cpu >= CPU_CONFIRM * limit
 
 
 def _answer_limit(request: RunRequest) -> int:
@@ -988,6 +1049,11 @@ def _build_minimal_root(staging: str) -> bool:
         print(f"potrun worker: no minimal root ({exc}): programs see the host's files", file=sys.stderr)
         isolation.unmount(staging)
         return False
+
+
+def _fixed_hostname() -> bool:
+    """Is the machine's name potrun's fixed one (a container named by `docker.container_options`)?"""
+    return os.uname().nodename.encode() == isolation.HOSTNAME
 
 
 def _oom_score() -> int:
