@@ -209,6 +209,65 @@ MEMBERS: dict[str, dict[str, str]] = {
     },
 }
 
+# Everyday Python that models write (issue 37: the idiom corpus, tests/data/idioms.jsonl).
+MEMBERS["typing"] = {
+    # Annotations only: each is a marker or an alias that subscripting turns into another alias; none
+    # evaluates a string (get_type_hints, which eval()s annotations, is not listed).
+    **_group(
+        "annotation marker or generic alias; evaluates nothing",
+        """
+        Any Callable ClassVar Dict DefaultDict Deque Final FrozenSet Generic Iterable Iterator List
+        Literal Mapping MutableMapping NamedTuple Optional OrderedDict Sequence Set Tuple Type TypeVar
+        Union Counter""",
+    ),
+    "cast": "returns its second argument unchanged",
+    "TYPE_CHECKING": _CONST,
+    # Not: get_type_hints and ForwardRef (eval() of annotation strings), NewType and TypedDict (classes
+    # made from names and namespaces given at run time), Protocol (runtime_checkable reads attributes by
+    # name), overload, no_type_check, the re-exported modules.
+}
+MEMBERS["dataclasses"] = {
+    # dataclass() sets attributes on the program's own class under fixed names and exec()s methods it
+    # generates from the class's field names (checked identifiers: class-body names); reviewed in
+    # restricted.REVIEWED_EVALUATORS. Guarded: the class it returns is the program's (slots=True makes a
+    # new one).
+    "dataclass": "guarded: generates methods under fixed names from the program's checked field names",
+    "field": "describes a field: default, factory, flags",
+    **_group("reads the program's dataclass", "fields is_dataclass"),
+    # Guarded: asdict and astuple deep-copy the fields' values (the copy protocol's review applies).
+    **_group("guarded: copies through the reviewed copy protocol", "asdict astuple"),
+    "replace": "a new instance through the class's own __init__ (keyword names checked as every call's)",
+    **_group(_EXC, "FrozenInstanceError"),
+    **_group(_CONST, "MISSING KW_ONLY"),
+    "InitVar": "annotation marker",
+    "Field": _CLASS,
+    # Not: make_dataclass (a class from a namespace given at run time), the re-exported modules.
+}
+MEMBERS["__future__"] = _group(
+    "a compiler feature flag, a record of dates",
+    "annotations division absolute_import print_function unicode_literals generator_stop nested_scopes "
+    "with_statement generators barry_as_FLUFL",
+)
+MEMBERS["sys"] = {
+    # Fork-private: a restricted program always runs in its own fork, which nothing else shares.
+    "setrecursionlimit": "this fork's recursion limit: fork-private (a stack overflow crashes only it)",
+    "set_int_max_str_digits": "this fork's int-to-str digit limit: fork-private",
+    **_group("reads a limit or a number", "getrecursionlimit get_int_max_str_digits"),
+    **_group(_CONST, "maxsize float_info int_info byteorder version_info hexversion"),
+    # Not: everything else (modules, _getframe, settrace, stdout/stdin, exit, path, argv...).
+}
+MEMBERS["sympy.abc"] = _group(
+    "a Symbol named by its letter (sympy.abc's own, made at its import)",
+    """
+    A B C D E F G H I J K L M N O P Q R S T U V W X Y Z a alpha b beta c chi d delta e epsilon eta f g
+    gamma h i iota j k kappa l lamda m mu n nu o omega omicron p phi pi psi q r rho s sigma t tau theta
+    u upsilon v w x xi y z zeta""",
+)
+
+MEMBERS["sympy.ntheory.modular"] = _group(
+    "number theory on integers (Chinese remainder theorem)", "crt crt1 crt2 solve_congruence symmetric_residue"
+)
+
 # numpy: creation, math, statistics, sorting and set routines, dtypes and constants. Reviewed out:
 # file and buffer I/O (load save savez savez_compressed savetxt loadtxt genfromtxt fromfile fromregex
 # frombuffer fromstring from_dlpack memmap), raw memory (ctypeslib lib core f2py; `lib` holds

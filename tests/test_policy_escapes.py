@@ -153,7 +153,7 @@ CASES = [
         "def f(): pass\nans = 'ESCAPED'",
     ),
     _c("functools-singledispatch-eval", "import functools\n@functools.singledispatch\ndef f(x): pass\nans = 'ESCAPED'"),
-    _c("attrgetter-dunder", "import operator\nans = operator.attrgetter('__class__')(1)\nans = 'ESCAPED'"),
+    _c("attrgetter-dunder", "import operator\nans = operator.attrgetter('__dict__')(1)\nans = 'ESCAPED'"),
     _c(
         "attrgetter-dotted", "import operator\nans = operator.attrgetter('real.__class__.__base__')(1)\nans = 'ESCAPED'"
     ),
@@ -164,29 +164,29 @@ CASES = [
     ),
     _c(
         "from-operator-import-attrgetter",
-        "from operator import attrgetter\nans = attrgetter('__class__')(1)\nans = 'ESCAPED'",
+        "from operator import attrgetter\nans = attrgetter('__dict__')(1)\nans = 'ESCAPED'",
     ),
     _c("methodcaller-reduce", "import operator\nans = operator.methodcaller('__reduce_ex__', 2)(1)\nans = 'ESCAPED'"),
     _c(
         "methodcaller-format",
         "import operator\nans = operator.methodcaller('format', 1)('{0.__class__.__mro__}')\nans = 'ESCAPED'",
     ),
-    _c("getattr-computed-dunder", "ans = getattr(1, '_' + '_class__')\nans = 'ESCAPED'"),
+    _c("getattr-computed-dunder", "ans = getattr(1, '_' + '_dict__')\nans = 'ESCAPED'"),
     _c(
         "getattr-str-subclass-name",
         "class S(str):\n    def startswith(self, p):\n        return False\n"
-        "ans = getattr(1, S('__class__'))\nans = 'ESCAPED'",
+        "ans = getattr(1, S('__dict__'))\nans = 'ESCAPED'",
     ),
     _c("hasattr-module-internals", "import statistics\nans = hasattr(statistics, 'sys')\nans = 'ESCAPED'"),
     _c(
         "reduce-getattr",
         "import functools\nans = functools.reduce(getattr, ['__class__', '__base__'], 1)\nans = 'ESCAPED'",
     ),
-    _c("map-getattr", "ans = list(map(getattr, [1], ['__class__']))\nans = 'ESCAPED'"),
-    _c("partial-getattr", "import functools\nans = functools.partial(getattr, 1)('__class__')\nans = 'ESCAPED'"),
+    _c("map-getattr", "ans = list(map(getattr, [1], ['__dict__']))\nans = 'ESCAPED'"),
+    _c("partial-getattr", "import functools\nans = functools.partial(getattr, 1)('__dict__')\nans = 'ESCAPED'"),
     _c(
         "sorted-key-attrgetter",
-        "import operator\nans = sorted([1, 2], key=operator.attrgetter('__class__'))\nans = 'ESCAPED'",
+        "import operator\nans = sorted([1, 2], key=operator.attrgetter('__dict__'))\nans = 'ESCAPED'",
     ),
     _c("copy-dispatch-table", "import copy\ncopy.dispatch_table[int] = print\nans = 'ESCAPED'"),
     _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error", "policy_violation")),
@@ -225,7 +225,9 @@ CASES = [
     _c("import-sys", "import sys\nos = sys.modules['os']\n" + OS_TOUCH + "\nans = 'ESCAPED'"),
     _c("import-os-as-submodule", "import numpy.os\nans = 'ESCAPED'"),
     _c("relative-import", "from . import os\nans = 'ESCAPED'"),
-    _c("star-import", "from math import *\nans = 'ESCAPED'"),
+    # Admitted since issue 37: a star import binds the module's listed members only.
+    _c("star-import", "from math import *\nans = floor(2.5)", ("ok",), 2),
+    _c("star-import-binds-listed-only", "from statistics import *\nans = sys", ("error",)),
     _c("from-import-private", "from random import _os\nans = 'ESCAPED'"),
     # ---- 1. item access ------------------------------------------------------------------------------
     _c("numpy-scalartype-memoryview", "import numpy as np\nmv = np.ScalarType[-1]\nans = 'ESCAPED'"),
@@ -388,7 +390,12 @@ CASES = [
     _c("exec-call", "exec('ans = 1')\nans = 'ESCAPED'"),
     _c("eval-call", "ans = eval('1')\nans = 'ESCAPED'"),
     _c("match-class-pattern", "match 1:\n    case int(real=r):\n        ans = 'ESCAPED'"),
-    _c("nonlocal", "def f():\n    x = 1\n    def g():\n        nonlocal x\n    return g\nans = 'ESCAPED'"),
+    _c(  # admitted since issue 37: nonlocal rebinds the enclosing function's own variable
+        "nonlocal",
+        "def f():\n    x = 1\n    def g():\n        nonlocal x\n        x += 1\n    g()\n    return x\nans = f()",
+        ("ok",),
+        2,
+    ),
     _c("module-write", "import math\nmath.pi = 3\nans = 'ESCAPED'"),
     _c("library-class-write", "from fractions import Fraction\nFraction.limit_denominator = 1\nans = 'ESCAPED'"),
     _c(
