@@ -455,3 +455,99 @@ MEMBERS["sympy"] = {
     **_group("a random prime in a range, from sympy's own generator (seeded per program)", "randprime"),
     **_group("renders an expression as text", "latex pretty pprint sstr"),
 }
+
+
+def _qualified(module: str, reason: str, names: str) -> dict[str, str]:
+    return {f"{module}.{name}": reason for name in names.split()}
+
+
+# The allowlist sweep's review (tests/test_allowlist_sweep.py): members whose code, or the code one level
+# below it, reaches frames, eval/exec/compile, setattr, an object's __dict__, getattr by a computed name or
+# globals(). Each with the reason that reach is safe as the member uses it. A member the sweep flags and
+# this does not list fails the sweep: it is refused until reviewed.
+_SYMPY_BASIC = (
+    "sympy's own dispatch: getattr of names it builds from fixed prefixes ('_eval_rewrite_as_', '_eval_expand_'"
+    " + a hint, which is one of expand()'s keyword names, checked like every name), Rational._Rrel's fixed name;"
+    " setattr only in __setstate__, whose state is sympy's own __getstate__, reached through the reviewed copy"
+)
+REVIEWED_REACH: dict[str, str] = {
+    **_qualified(
+        "sympy",
+        _SYMPY_BASIC,
+        """
+        Abs Add And Derivative DiracDelta Dummy Eq Equality FiniteSet Float Function Ge GreaterThan
+        Gt Heaviside ImmutableMatrix Implies Integer Integral Intersection Interval KroneckerDelta
+        Lambda Le LessThan Limit Lt Matrix Max Min Mod Mul Ne Not Number Or Piecewise Poly Pow
+        Product Rational SparseMatrix StrictGreaterThan StrictLessThan Subs Sum Symbol Tuple
+        Unequality Union Wild Xor acos acosh acot arg asin asinh atan atan2 atanh bell beta binomial
+        cancel catalan cbrt ceiling collect conjugate continued_fraction cos cosh cot count_ops csc
+        degree det divisor_count erf exp expand_log factor factorial factorial2 factorint ff
+        fibonacci floor frac fraction gamma gcd_list groebner harmonic im integrate interpolate
+        jacobi_symbol lcm_list legendre_symbol limit linsolve ln log logcombine lucas nfloat
+        nonlinsolve nroots nsimplify perfect_power powsimp primepi product radsimp re real_root
+        real_roots rf root roots sec sign simplify sin sinh solve solveset sqrt summation tan tanh
+        together totient trigsimp zeta""",
+    ),
+    **_qualified(
+        "sympy",
+        "matrix code: getattr of a printer's method names (MatrixBase.table) and of fixed operator names"
+        " (call_highest_priority)",
+        "eye zeros ones diag solve_linear_system",
+    ),
+    "sympy.dsolve": "globals()['ode_' + hint] picks one of dsolve's own solvers (fixed prefix); otherwise "
+    + _SYMPY_BASIC,
+    **_qualified(
+        "typing",
+        "typing's aliases forward attribute reads and writes to their origin class (a program's writes to a"
+        " typing object are refused: Guards.write_attr); __reduce__'s globals() runs only through copy, which"
+        " refuses typing objects; _caller reads its caller's __name__ (REVIEWED_FRAME_READERS)",
+        "TypeVar Generic",
+    ),
+    "typing.NamedTuple": "_caller reads its caller's __name__ (restricted.REVIEWED_FRAME_READERS)",
+    "dataclasses.dataclass": "guarded (the program's classes only): sets generated methods under fixed names; exec"
+    " of code generated from checked field names (restricted.REVIEWED_EVALUATORS)",
+    **_qualified(
+        "dataclasses",
+        "getattr of a dataclass's field names (the program's class-body names, checked) or of the module's"
+        " constant _FIELDS; asdict/astuple are guarded (the copy review)",
+        "field fields is_dataclass asdict astuple replace Field",
+    ),
+    "functools.cached_property": "writes instance.__dict__[attrname]: attrname is the program's class-body name"
+    " (checked by the transformer), and a cached_property's attributes are not writable (Guards.write_attr)",
+    "functools.lru_cache": "update_wrapper copies the fixed WRAPPER_ASSIGNMENTS names",
+    "functools.total_ordering": "getattr/setattr of the fixed comparison method names",
+    **_qualified(
+        "collections",
+        "__copy__ copies the object's own __dict__ into the copy",
+        "ChainMap UserDict UserList",
+    ),
+    "collections.namedtuple": "reads its caller's __name__ and evaluates a fixed template over checked field names"
+    " (restricted.REVIEWED_FRAME_READERS and REVIEWED_EVALUATORS)",
+    **_qualified("copy", "handed out guarded: only reviewed kinds are copied (Guards._copy_refusal)", "copy deepcopy"),
+    **_qualified(
+        "numpy",
+        "reads and writes its own __dict__ under fixed names (coefficients, domain, symbol)",
+        """
+        poly1d polynomial.Polynomial polynomial.Chebyshev polynomial.Legendre polynomial.Hermite
+        polynomial.HermiteE polynomial.Laguerre""",
+    ),
+    "numpy.finfo": "__str__ formats a fixed list of its own attribute names",
+    **{
+        f"numpy.polynomial.{module}.{name}": "reads and writes its own __dict__ under fixed names"
+        for module, name in (
+            ("polynomial", "Polynomial"),
+            ("chebyshev", "Chebyshev"),
+            ("legendre", "Legendre"),
+            ("hermite", "Hermite"),
+            ("hermite_e", "HermiteE"),
+            ("laguerre", "Laguerre"),
+        )
+    },
+    **_qualified(
+        "random",
+        "__init_subclass__ reads a subclass's own __dict__ for the fixed names 'random' and 'getrandbits'",
+        "Random SystemRandom",
+    ),
+    "string.Template": "__init_subclass__ reads a subclass's own __dict__ for its fixed pattern names",
+    "re.RegexFlag": "Enum.__dir__ reads the flag's __dict__ for dir(), which programs may not call",
+}

@@ -447,7 +447,9 @@ class Guards:
                 raise self.refuse("forbidden_attribute", "a __name__ that is not a string is not allowed")
             return value
         owner = obj if isinstance(obj, type) else type(obj)
-        if type(obj) is super or id(owner) in self._classes:
+        if type(obj) is super or id(owner) in self._classes or (isinstance(obj, type) and obj.__module__ == "builtins"):
+            # (A builtin class's __init__, `Exception.__init__(self, message)`, sets what its
+            # constructor sets: the same as calling the class.)
             return self.reached(value, f"{_owner_name(obj)}.__init__")
         raise self.refuse("forbidden_attribute", f"{_owner_name(obj)}.__init__ is not allowed")
 
@@ -819,6 +821,8 @@ class Guards:
             import dataclasses
 
             def wrap(original: Any) -> Any:
+                if id(original) not in classes:  # it sets attributes on the class: only on the program's
+                    raise refuse("class_write", "dataclasses.dataclass of a class the program did not make")
                 # dataclass looks string annotations (`from __future__ import annotations`) up in the
                 # class's module: the program's is an empty stand-in, in this fork's sys.modules only.
                 sys.modules.setdefault(PROGRAM_MODULE, types.ModuleType(PROGRAM_MODULE))

@@ -527,6 +527,37 @@ CASES = [
     _c("numpy-r-string-active-guards", NUMPY_FRAME.format(key="_active")),
     _c("numpy-c-string-locals", NUMPY_FRAME.format(key="obj").replace("np.r_", "np.c_")),
     _c("numpy-r-matrix-string", "import numpy as np\nm = np.r_['r', 'self']\nans = 'ESCAPED'", (*PV, "error")),
+    # The idioms admitted for issue 37, turned against the policy.
+    _c(
+        "dataclass-of-a-library-class",
+        "import dataclasses, random\ndataclasses.dataclass(random.Random)\nans = 'ESCAPED'",
+    ),
+    _c("dataclass-make-namespace", "import dataclasses\nP = dataclasses.make_dataclass('P', ['x'])\nans = 'ESCAPED'"),
+    _c(
+        "dataclass-asdict-of-library-objects",
+        "import dataclasses, functools\n@dataclasses.dataclass\nclass P:\n    x: object\n"
+        "dataclasses.asdict(P(functools.partial(max)))\nans = 'ESCAPED'",
+    ),
+    _c("special-method-getattr", "class A:\n    def __getattr__(self, name):\n        return {}\nans = 'ESCAPED'"),
+    _c("special-method-reduce-ex", "class A:\n    def __reduce_ex__(self, p):\n        return None\nans = 'ESCAPED'"),
+    _c(
+        "special-method-array-interface",
+        "class A:\n    def __array_interface__(self):\n        return {}\nans = 'ESCAPED'",
+    ),
+    _c("special-method-set-name", "class A:\n    def __set_name__(self, o, n):\n        pass\nans = 'ESCAPED'"),
+    _c("special-method-at-top-level", "def __repr__():\n    return 'x'\nans = 'ESCAPED'"),
+    _c("special-read-init-of-library-object", "import random\nr = random.Random(1)\nans = r.__init__\nans = 'ESCAPED'"),
+    _c("special-write-class", "class A:\n    pass\na = A()\na.__class__ = int\nans = 'ESCAPED'"),
+    _c("name-assignment", "__name__ = 'x'\nans = 'ESCAPED'"),
+    _c("typing-get-type-hints", "import typing\nans = typing.get_type_hints\nans = 'ESCAPED'"),
+    _c(
+        "typing-forward-ref-evaluate", "import typing\nT = typing.List['os']\nans = typing.get_args(T)\nans = 'ESCAPED'"
+    ),
+    _c("sys-getframe", "import sys\nf = sys._getframe()\nans = 'ESCAPED'"),
+    _c("sys-modules", "import sys\nm = sys.modules\nans = 'ESCAPED'"),
+    _c("sys-stdout", "import sys\ns = sys.stdout\nans = 'ESCAPED'"),
+    _c("star-import-sys-private", "from sys import *\nans = _getframe()", (*PV, "error")),
+    _c("future-module-read", "import __future__\nans = __future__.sys\nans = 'ESCAPED'"),
     # The copy protocol: only reviewed kinds are rebuilt.
     _c("copy-of-a-partial", "import copy, functools\ncopy.copy(functools.partial(max, 1))\nans = 'ESCAPED'"),
     _c("deepcopy-of-a-template", "import copy, string\ncopy.deepcopy([string.Template('$x')])\nans = 'ESCAPED'"),
