@@ -46,6 +46,12 @@ ALLOWED_MODULES: frozenset[str] = frozenset(
         "numpy.emath",
         "numpy.lib.scimath",
         "sympy",
+        "sympy.abc",
+        "sympy.ntheory.modular",
+        "typing",
+        "dataclasses",
+        "__future__",
+        "sys",
     }
 )
 

@@ -209,6 +209,65 @@ MEMBERS: dict[str, dict[str, str]] = {
     },
 }
 
+# Everyday Python that models write (issue 37: the idiom corpus, tests/data/idioms.jsonl).
+MEMBERS["typing"] = {
+    # Annotations only: each is a marker or an alias that subscripting turns into another alias; none
+    # evaluates a string (get_type_hints, which eval()s annotations, is not listed).
+    **_group(
+        "annotation marker or generic alias; evaluates nothing",
+        """
+        Any Callable ClassVar Dict DefaultDict Deque Final FrozenSet Generic Iterable Iterator List
+        Literal Mapping MutableMapping NamedTuple Optional OrderedDict Sequence Set Tuple Type TypeVar
+        Union Counter""",
+    ),
+    "cast": "returns its second argument unchanged",
+    "TYPE_CHECKING": _CONST,
+    # Not: get_type_hints and ForwardRef (eval() of annotation strings), NewType and TypedDict (classes
+    # made from names and namespaces given at run time), Protocol (runtime_checkable reads attributes by
+    # name), overload, no_type_check, the re-exported modules.
+}
+MEMBERS["dataclasses"] = {
+    # dataclass() sets attributes on the program's own class under fixed names and exec()s methods it
+    # generates from the class's field names (checked identifiers: class-body names); reviewed in
+    # restricted.REVIEWED_EVALUATORS. Guarded: the class it returns is the program's (slots=True makes a
+    # new one).
+    "dataclass": "guarded: generates methods under fixed names from the program's checked field names",
+    "field": "describes a field: default, factory, flags",
+    **_group("reads the program's dataclass", "fields is_dataclass"),
+    # Guarded: asdict and astuple deep-copy the fields' values (the copy protocol's review applies).
+    **_group("guarded: copies through the reviewed copy protocol", "asdict astuple"),
+    "replace": "a new instance through the class's own __init__ (keyword names checked as every call's)",
+    **_group(_EXC, "FrozenInstanceError"),
+    **_group(_CONST, "MISSING KW_ONLY"),
+    "InitVar": "annotation marker",
+    "Field": _CLASS,
+    # Not: make_dataclass (a class from a namespace given at run time), the re-exported modules.
+}
+MEMBERS["__future__"] = _group(
+    "a compiler feature flag, a record of dates",
+    "annotations division absolute_import print_function unicode_literals generator_stop nested_scopes "
+    "with_statement generators barry_as_FLUFL",
+)
+MEMBERS["sys"] = {
+    # Fork-private: a restricted program always runs in its own fork, which nothing else shares.
+    "setrecursionlimit": "this fork's recursion limit: fork-private (a stack overflow crashes only it)",
+    "set_int_max_str_digits": "this fork's int-to-str digit limit: fork-private",
+    **_group("reads a limit or a number", "getrecursionlimit get_int_max_str_digits"),
+    **_group(_CONST, "maxsize float_info int_info byteorder version_info hexversion"),
+    # Not: everything else (modules, _getframe, settrace, stdout/stdin, exit, path, argv...).
+}
+MEMBERS["sympy.abc"] = _group(
+    "a Symbol named by its letter (sympy.abc's own, made at its import)",
+    """
+    A B C D E F G H I J K L M N O P Q R S T U V W X Y Z a alpha b beta c chi d delta e epsilon eta f g
+    gamma h i iota j k kappa l lamda m mu n nu o omega omicron p phi pi psi q r rho s sigma t tau theta
+    u upsilon v w x xi y z zeta""",
+)
+
+MEMBERS["sympy.ntheory.modular"] = _group(
+    "number theory on integers (Chinese remainder theorem)", "crt crt1 crt2 solve_congruence symmetric_residue"
+)
+
 # numpy: creation, math, statistics, sorting and set routines, dtypes and constants. Reviewed out:
 # file and buffer I/O (load save savez savez_compressed savetxt loadtxt genfromtxt fromfile fromregex
 # frombuffer fromstring from_dlpack memmap), raw memory (ctypeslib lib core f2py; `lib` holds
@@ -395,4 +454,100 @@ MEMBERS["sympy"] = {
     ),
     **_group("a random prime in a range, from sympy's own generator (seeded per program)", "randprime"),
     **_group("renders an expression as text", "latex pretty pprint sstr"),
+}
+
+
+def _qualified(module: str, reason: str, names: str) -> dict[str, str]:
+    return {f"{module}.{name}": reason for name in names.split()}
+
+
+# The allowlist sweep's review (tests/test_allowlist_sweep.py): members whose code, or the code one level
+# below it, reaches frames, eval/exec/compile, setattr, an object's __dict__, getattr by a computed name or
+# globals(). Each with the reason that reach is safe as the member uses it. A member the sweep flags and
+# this does not list fails the sweep: it is refused until reviewed.
+_SYMPY_BASIC = (
+    "sympy's own dispatch: getattr of names it builds from fixed prefixes ('_eval_rewrite_as_', '_eval_expand_'"
+    " + a hint, which is one of expand()'s keyword names, checked like every name), Rational._Rrel's fixed name;"
+    " setattr only in __setstate__, whose state is sympy's own __getstate__, reached through the reviewed copy"
+)
+REVIEWED_REACH: dict[str, str] = {
+    **_qualified(
+        "sympy",
+        _SYMPY_BASIC,
+        """
+        Abs Add And Derivative DiracDelta Dummy Eq Equality FiniteSet Float Function Ge GreaterThan
+        Gt Heaviside ImmutableMatrix Implies Integer Integral Intersection Interval KroneckerDelta
+        Lambda Le LessThan Limit Lt Matrix Max Min Mod Mul Ne Not Number Or Piecewise Poly Pow
+        Product Rational SparseMatrix StrictGreaterThan StrictLessThan Subs Sum Symbol Tuple
+        Unequality Union Wild Xor acos acosh acot arg asin asinh atan atan2 atanh bell beta binomial
+        cancel catalan cbrt ceiling collect conjugate continued_fraction cos cosh cot count_ops csc
+        degree det divisor_count erf exp expand_log factor factorial factorial2 factorint ff
+        fibonacci floor frac fraction gamma gcd_list groebner harmonic im integrate interpolate
+        jacobi_symbol lcm_list legendre_symbol limit linsolve ln log logcombine lucas nfloat
+        nonlinsolve nroots nsimplify perfect_power powsimp primepi product radsimp re real_root
+        real_roots rf root roots sec sign simplify sin sinh solve solveset sqrt summation tan tanh
+        together totient trigsimp zeta""",
+    ),
+    **_qualified(
+        "sympy",
+        "matrix code: getattr of a printer's method names (MatrixBase.table) and of fixed operator names"
+        " (call_highest_priority)",
+        "eye zeros ones diag solve_linear_system",
+    ),
+    "sympy.dsolve": "globals()['ode_' + hint] picks one of dsolve's own solvers (fixed prefix); otherwise "
+    + _SYMPY_BASIC,
+    **_qualified(
+        "typing",
+        "typing's aliases forward attribute reads and writes to their origin class (a program's writes to a"
+        " typing object are refused: Guards.write_attr); __reduce__'s globals() runs only through copy, which"
+        " refuses typing objects; _caller reads its caller's __name__ (REVIEWED_FRAME_READERS)",
+        "TypeVar Generic",
+    ),
+    "typing.NamedTuple": "_caller reads its caller's __name__ (restricted.REVIEWED_FRAME_READERS)",
+    "dataclasses.dataclass": "guarded (the program's classes only): sets generated methods under fixed names; exec"
+    " of code generated from checked field names (restricted.REVIEWED_EVALUATORS)",
+    **_qualified(
+        "dataclasses",
+        "getattr of a dataclass's field names (the program's class-body names, checked) or of the module's"
+        " constant _FIELDS; asdict/astuple are guarded (the copy review)",
+        "field fields is_dataclass asdict astuple replace Field",
+    ),
+    "functools.cached_property": "writes instance.__dict__[attrname]: attrname is the program's class-body name"
+    " (checked by the transformer), and a cached_property's attributes are not writable (Guards.write_attr)",
+    "functools.lru_cache": "update_wrapper copies the fixed WRAPPER_ASSIGNMENTS names",
+    "functools.total_ordering": "getattr/setattr of the fixed comparison method names",
+    **_qualified(
+        "collections",
+        "__copy__ copies the object's own __dict__ into the copy",
+        "ChainMap UserDict UserList",
+    ),
+    "collections.namedtuple": "reads its caller's __name__ and evaluates a fixed template over checked field names"
+    " (restricted.REVIEWED_FRAME_READERS and REVIEWED_EVALUATORS)",
+    **_qualified("copy", "handed out guarded: only reviewed kinds are copied (Guards._copy_refusal)", "copy deepcopy"),
+    **_qualified(
+        "numpy",
+        "reads and writes its own __dict__ under fixed names (coefficients, domain, symbol)",
+        """
+        poly1d polynomial.Polynomial polynomial.Chebyshev polynomial.Legendre polynomial.Hermite
+        polynomial.HermiteE polynomial.Laguerre""",
+    ),
+    "numpy.finfo": "__str__ formats a fixed list of its own attribute names",
+    **{
+        f"numpy.polynomial.{module}.{name}": "reads and writes its own __dict__ under fixed names"
+        for module, name in (
+            ("polynomial", "Polynomial"),
+            ("chebyshev", "Chebyshev"),
+            ("legendre", "Legendre"),
+            ("hermite", "Hermite"),
+            ("hermite_e", "HermiteE"),
+            ("laguerre", "Laguerre"),
+        )
+    },
+    **_qualified(
+        "random",
+        "__init_subclass__ reads a subclass's own __dict__ for the fixed names 'random' and 'getrandbits'",
+        "Random SystemRandom",
+    ),
+    "string.Template": "__init_subclass__ reads a subclass's own __dict__ for its fixed pattern names",
+    "re.RegexFlag": "Enum.__dir__ reads the flag's __dict__ for dir(), which programs may not call",
 }

@@ -108,15 +108,44 @@ class _Transformer(RestrictingNodeTransformer):
             self._rule = outer
 
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
-        """A name's own checks find `forbidden_name` violations."""
+        """A name's own checks find `forbidden_name` violations. A method may also be named by one of
+        the reviewed special methods (`REVIEWED_SPECIAL_METHODS`: operators, containers, repr...)."""
+        if allow_magic_methods and name in REVIEWED_SPECIAL_METHODS and getattr(node, "col_offset", 0) != 0:
+            return
         with self._checking("forbidden_name"):
             super().check_name(node, name, allow_magic_methods)
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        """`__name__` reads as "__main__", as under the trusted policy (`if __name__ == "__main__":`):
+        a constant, so the program's real module name stays the guards' mark."""
+        if node.id == "__name__" and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Constant("__main__"), node)
+        return super().visit_Name(node)
+
+    def check_import_names(self, node: ast.ImportFrom | ast.Import) -> ast.AST:
+        """`from m import *` is allowed: the guards bind only the module's listed members."""
+        if isinstance(node, ast.ImportFrom) and [alias.name for alias in node.names] == ["*"]:
+            return cast(ast.AST, self.node_contents_visit(node))
+        return super().check_import_names(node)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> Any:
+        """`nonlocal` only rebinds the enclosing function's own variable: allowed."""
+        return self.node_contents_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        """`x: int = v` (and dataclass fields): the target, annotation and value pass their own rules."""
+        return self.node_contents_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         """The attribute's name is checked first (`forbidden_name`); what it is read from is visited
         as any other node. `o.a = v` and `del o.a` become `_write_attr_(o, "a").a`: attribute writes
         have a guard of their own (default deny: only on what the program made), item writes keep
         `_write_`."""
+        if node.attr in REVIEWED_SPECIAL_READS and isinstance(node.ctx, ast.Load):
+            # Read through the guards, which decide on the object (Guards.getattr).
+            value = self.visit(node.value)
+            call = ast.Call(func=ast.Name("_getattr_", ast.Load()), args=[value, ast.Constant(node.attr)], keywords=[])
+            return ast.copy_location(call, node)
         with self._checking("forbidden_name"):
             visited = super().visit_Attribute(node)
         if isinstance(visited, ast.Attribute) and isinstance(visited.ctx, (ast.Store, ast.Del)):
@@ -205,10 +234,44 @@ def _parameter_names(arguments: ast.arguments) -> list[str]:
     return [arg.arg for arg in every]
 
 
-def _params_call(names: list[str]) -> ast.Call:
-    return ast.Call(
+def _params_call(names: list[str]) -> ast.expr:
+    """`_params_(a, b)` only when an argument is not plain data (`a.__class__ not in _plain_ or ...`):
+    for plain arguments the check calls nothing (a call, even of a C function, counts against the
+    recursion limit), so a restricted program recurses as deep as in the warm tier. (No class a program
+    reaches answers `__class__` with another class: its own classes cannot define it.)"""
+    check = ast.Call(
         func=ast.Name("_params_", ast.Load()), args=[ast.Name(name, ast.Load()) for name in names], keywords=[]
     )
+    tests: list[ast.expr] = [
+        ast.Compare(
+            left=ast.Attribute(value=ast.Name(name, ast.Load()), attr="__class__", ctx=ast.Load()),
+            ops=[ast.NotIn()],
+            comparators=[ast.Name("_plain_", ast.Load())],
+        )
+        for name in names
+    ]
+    condition = tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.Or(), values=tests)
+    return ast.BoolOp(op=ast.And(), values=[condition, check])
+
+
+# Special methods a program's class may define: each is called by the interpreter or a library with the
+# program's own values and returns what the program chose, which it could hand out anyway. Not: the
+# attribute hooks (__getattr__, __setattr__...: numpy asks an object for __array_interface__), the copy
+# and pickle hooks (__reduce_ex__, __getstate__, __setstate__, __copy__...: copy rebuilds any object from
+# them), numpy's and the buffer protocols, descriptors and class hooks (__get__, __set_name__,
+# __init_subclass__, __class_getitem__, __new__, __del__), __slots__.
+_SPECIAL_METHOD_NAMES = """
+    init repr str format hash bool len iter next reversed contains getitem setitem delitem missing call
+    enter exit post_init eq ne lt le gt ge neg pos abs invert int float complex index round trunc floor
+    ceil add sub mul matmul truediv floordiv mod divmod pow lshift rshift and xor or
+    radd rsub rmul rmatmul rtruediv rfloordiv rmod rdivmod rpow rlshift rrshift rand rxor ror
+    iadd isub imul imatmul itruediv ifloordiv imod ipow ilshift irshift iand ixor ior
+"""
+REVIEWED_SPECIAL_METHODS: frozenset[str] = frozenset(f"__{name}__" for name in _SPECIAL_METHOD_NAMES.split())
+
+# Special attributes a program may read, each decided on the object by the guards (Guards.getattr):
+# `__name__` (a string), `__class__` (as type() gives it), `__init__` (of super() or the program's own).
+REVIEWED_SPECIAL_READS: frozenset[str] = frozenset({"__name__", "__class__", "__init__"})
 
 
 _AUG_OPS: dict[type, str] = {
@@ -252,7 +315,9 @@ def compile_restricted_program(source: str) -> types.CodeType:
     if transformer.violations:
         raise transformer.violations[0]
     # The nodes made for `x[k] op= v` have no position of their own: they take their statement's.
-    return compile(ast.fix_missing_locations(tree), FILENAME, "exec")
+    # dont_inherit: this module's own `from __future__` flags are not the program's (its annotations are
+    # evaluated as plain Python evaluates them).
+    return _real_compile(ast.fix_missing_locations(tree), FILENAME, "exec", dont_inherit=True)
 
 
 class Guards:
@@ -332,6 +397,7 @@ class Guards:
             "_write_attr_": self.write_attr,
             "_result_": self.result,
             "_params_": self.params,
+            "_plain_": _PLAIN,
             "_inplacevar_": _inplacevar,
             "_aug_item_": self.aug_item,
             "_aug_attr_": self.aug_attr,
@@ -353,6 +419,8 @@ class Guards:
         """Attribute reads. On a module: its listed members only. On a value: no underscore or denied
         name, and nothing `_reach_refusal` refuses comes back. `default` as for getattr()."""
         name = _exact_str(name)
+        if name in REVIEWED_SPECIAL_READS:
+            return self._special(obj, name)
         if name[:1] == "_" or name in DENIED_NAMES:
             raise self.refuse("forbidden_attribute", f"access to attribute {name!r} is not allowed")
         if isinstance(obj, types.ModuleType):
@@ -366,6 +434,24 @@ class Guards:
             # A library's own format method may format with the program's template (UserString's does).
             raise self.refuse("forbidden_attribute", f"{_owner_name(obj)}.format is not allowed")
         return self.reached(value, f"{_owner_name(obj)}.{name}")
+
+    def _special(self, obj: Any, name: str) -> Any:
+        """`__name__` (only a string comes back), `__class__` (as `type(obj)`), `__init__` of super()
+        or of the program's own class or object (`super().__init__(...)`: the program's object is
+        made again, nothing else)."""
+        if name == "__class__":
+            return self._type(obj)
+        value = getattr(obj, name)
+        if name == "__name__":
+            if type(value) is not str:
+                raise self.refuse("forbidden_attribute", "a __name__ that is not a string is not allowed")
+            return value
+        owner = obj if isinstance(obj, type) else type(obj)
+        if type(obj) is super or id(owner) in self._classes or (isinstance(obj, type) and obj.__module__ == "builtins"):
+            # (A builtin class's __init__, `Exception.__init__(self, message)`, sets what its
+            # constructor sets: the same as calling the class.)
+            return self.reached(value, f"{_owner_name(obj)}.__init__")
+        raise self.refuse("forbidden_attribute", f"{_owner_name(obj)}.__init__ is not allowed")
 
     def _member(self, module: types.ModuleType, name: str) -> Any:
         """`module.name`, when MEMBERS lists it; the guarded version where there is one."""
@@ -427,6 +513,8 @@ class Guards:
             return self._reach_refusal(value.__func__)
         if kind is types.BuiltinFunctionType:
             owner = value.__self__
+            if owner is sys:  # sys's own functions: the listed ones only (not _getframe, settrace...)
+                return None if value.__name__ in MEMBERS["sys"] else f"the function sys.{value.__name__}"
             if isinstance(owner, types.ModuleType):
                 return _origin_refusal(owner.__name__, "function")
             return None if owner is None else self._reach_refusal(owner)
@@ -438,7 +526,10 @@ class Guards:
         try:
             return self._kinds[kind]
         except KeyError:
-            reason = None if _made_by_sympy(kind) else _origin_refusal(kind.__module__, f"{kind.__name__} object")
+            if _made_by_sympy(kind) or (kind.__module__ == "sys" and issubclass(kind, tuple)):
+                reason = None  # sys's records of numbers (float_info, version_info) are named tuples
+            else:
+                reason = _origin_refusal(kind.__module__, f"{kind.__name__} object")
             self._kinds[kind] = reason
             return reason
 
@@ -608,7 +699,11 @@ class Guards:
         for item in fromlist:
             item = _exact_str(item)
             if item == "*":
-                raise self.refuse("forbidden_import", f"'from {name} import *' is not allowed")
+                # Every listed member, each through the member guard; the statement then binds the
+                # module's names that do not start with "_": only these.
+                for member in MEMBERS.get(module.__name__, ()):
+                    setattr(selected, member, self._member(module, member))
+                continue
             if item[:1] == "_":
                 raise self.refuse("forbidden_attribute", f"access to attribute {item!r} is not allowed")
             setattr(selected, item, self._member(module, item))
@@ -720,7 +815,39 @@ class Guards:
                 raise refuse("forbidden_call", f"copy.deepcopy of {reason} is not allowed (not reviewed)")
             return copy.deepcopy(x)
 
+        classes = self._classes
+
+        def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
+            import dataclasses
+
+            def wrap(original: Any) -> Any:
+                if id(original) not in classes:  # it sets attributes on the class: only on the program's
+                    raise refuse("class_write", "dataclasses.dataclass of a class the program did not make")
+                # dataclass looks string annotations (`from __future__ import annotations`) up in the
+                # class's module: the program's is an empty stand-in, in this fork's sys.modules only.
+                sys.modules.setdefault(PROGRAM_MODULE, types.ModuleType(PROGRAM_MODULE))
+                made = dataclasses.dataclass(**kwargs)(original)
+                if isinstance(made, type) and id(original) in classes:
+                    classes[id(made)] = made  # slots=True: a new class, made from the program's own
+                return made
+
+            return wrap if cls is None else wrap(cls)
+
+        def checked_copy(name: str) -> Callable[..., Any]:
+            def copied(obj: Any, **kwargs: Any) -> Any:
+                import dataclasses
+
+                reason = copy_refusal(obj, deep=True)
+                if reason is not None:
+                    raise refuse("forbidden_call", f"dataclasses.{name} of {reason} is not allowed (not reviewed)")
+                return getattr(dataclasses, name)(obj, **kwargs)
+
+            return copied
+
         return {
+            ("dataclasses", "dataclass"): dataclass,
+            ("dataclasses", "asdict"): checked_copy("asdict"),
+            ("dataclasses", "astuple"): checked_copy("astuple"),
             ("operator", "getitem"): getitem,
             ("operator", "itemgetter"): itemgetter,
             ("operator", "attrgetter"): attrgetter,
@@ -807,6 +934,8 @@ class Guards:
 
 # Builtins a program needs beyond RestrictedPython's safe set (which dropped the C-iterating ones).
 _EXTRA_BUILTINS = (
+    "bytes",
+    "bytearray",
     "all",
     "any",
     "bin",
@@ -885,11 +1014,11 @@ def _import_statement(frame: types.FrameType) -> bool:
 # Types whose instances come back from attribute and item reads unchecked: they hold no reference a
 # program could not already reach (containers are checked where they come into reach, not per item).
 _PLAIN: frozenset[type] = frozenset(
-    {int, float, complex, bool, str, bytes, type(None), tuple, list, set, frozenset, range, slice}
+    {int, float, complex, bool, str, bytes, bytearray, type(None), tuple, list, set, frozenset, range, slice}
 )
 
 # Iterables whose items are always plain (a str's are str, a range's int): iterated unchecked.
-_PLAIN_ITEMS: frozenset[type] = frozenset({str, bytes, range})
+_PLAIN_ITEMS: frozenset[type] = frozenset({str, bytes, bytearray, range})
 
 # Kinds of object a program may never hold, whatever path leads there: frames and tracebacks (f_back,
 # f_globals), code (its constructor makes any bytecode), cells, class namespaces.
@@ -910,7 +1039,7 @@ _DENIED_CLASSES: frozenset[int] = frozenset(
 # the C helpers behind them, sympy's integer backends, builtins, and the program itself. Not mpmath:
 # sympy's Float.num is an mpmath number whose .context.identify() eval()s strings.
 _ORIGINS: frozenset[str] = frozenset(
-    {name.partition(".")[0] for name in ALLOWED_MODULES}
+    {name.partition(".")[0] for name in ALLOWED_MODULES if name != "sys"}
     | {
         "builtins",
         PROGRAM_MODULE,
@@ -1059,6 +1188,8 @@ REVIEWED_FRAME_READERS: dict[tuple[str, str], str] = {
 REVIEWED_EVALUATORS: dict[tuple[str, str], str] = {
     ("collections", "namedtuple"): "evaluates a fixed template over checked identifiers",
     ("dataclasses", "_create_fn"): "executes generated methods over the class's checked field names",
+    ("typing", "ForwardRef.__init__"): "compiles an annotation string and keeps the code; evaluating it"
+    " (ForwardRef._evaluate, get_type_hints) is not reviewed",
     ("sympy.parsing.sympy_parser", "parse_expr"): "reached only through parse_expr's check (see below)",
     ("sympy.parsing.sympy_parser", "eval_expr"): "reached only through parse_expr's check",
     ("sympy.utilities.lambdify", "lambdify"): "reached only through lambdify's check (see below)",
@@ -1114,6 +1245,15 @@ def _evaluator(real: Callable[..., Any], what: str) -> Callable[..., Any]:
         if what != "compile" and len(args) == 1 and "globals" not in kwargs:
             # Without a namespace, eval and exec use their caller's: the caller's, not this function's.
             args = (args[0], caller.f_globals, caller.f_locals)
+        if what == "exec" and isinstance(args[0], types.CodeType) and args[0].co_filename == FILENAME:
+            # The runner starting a program: this frame is not the program's, so it does not count
+            # against the program's recursion depth (the same as in the warm tier, which has no guards).
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(limit + 1)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                sys.setrecursionlimit(limit)
         return real(*args, **kwargs)
 
     guarded.__name__ = guarded.__qualname__ = what
@@ -1132,7 +1272,7 @@ def _install_library_guards(record: Callable[[PolicyViolation], None]) -> None:
 
 COPY_REVIEW_LIMIT = 1_000_000
 _COPY_ATOMIC: frozenset[type] = frozenset(
-    {int, float, complex, bool, str, bytes, type(None), range, slice, type(Ellipsis), type(NotImplemented)}
+    {int, float, complex, bool, str, bytes, bytearray, type(None), range, slice, type(Ellipsis), type(NotImplemented)}
 )
 
 

@@ -153,7 +153,7 @@ CASES = [
         "def f(): pass\nans = 'ESCAPED'",
     ),
     _c("functools-singledispatch-eval", "import functools\n@functools.singledispatch\ndef f(x): pass\nans = 'ESCAPED'"),
-    _c("attrgetter-dunder", "import operator\nans = operator.attrgetter('__class__')(1)\nans = 'ESCAPED'"),
+    _c("attrgetter-dunder", "import operator\nans = operator.attrgetter('__dict__')(1)\nans = 'ESCAPED'"),
     _c(
         "attrgetter-dotted", "import operator\nans = operator.attrgetter('real.__class__.__base__')(1)\nans = 'ESCAPED'"
     ),
@@ -164,29 +164,29 @@ CASES = [
     ),
     _c(
         "from-operator-import-attrgetter",
-        "from operator import attrgetter\nans = attrgetter('__class__')(1)\nans = 'ESCAPED'",
+        "from operator import attrgetter\nans = attrgetter('__dict__')(1)\nans = 'ESCAPED'",
     ),
     _c("methodcaller-reduce", "import operator\nans = operator.methodcaller('__reduce_ex__', 2)(1)\nans = 'ESCAPED'"),
     _c(
         "methodcaller-format",
         "import operator\nans = operator.methodcaller('format', 1)('{0.__class__.__mro__}')\nans = 'ESCAPED'",
     ),
-    _c("getattr-computed-dunder", "ans = getattr(1, '_' + '_class__')\nans = 'ESCAPED'"),
+    _c("getattr-computed-dunder", "ans = getattr(1, '_' + '_dict__')\nans = 'ESCAPED'"),
     _c(
         "getattr-str-subclass-name",
         "class S(str):\n    def startswith(self, p):\n        return False\n"
-        "ans = getattr(1, S('__class__'))\nans = 'ESCAPED'",
+        "ans = getattr(1, S('__dict__'))\nans = 'ESCAPED'",
     ),
     _c("hasattr-module-internals", "import statistics\nans = hasattr(statistics, 'sys')\nans = 'ESCAPED'"),
     _c(
         "reduce-getattr",
         "import functools\nans = functools.reduce(getattr, ['__class__', '__base__'], 1)\nans = 'ESCAPED'",
     ),
-    _c("map-getattr", "ans = list(map(getattr, [1], ['__class__']))\nans = 'ESCAPED'"),
-    _c("partial-getattr", "import functools\nans = functools.partial(getattr, 1)('__class__')\nans = 'ESCAPED'"),
+    _c("map-getattr", "ans = list(map(getattr, [1], ['__dict__']))\nans = 'ESCAPED'"),
+    _c("partial-getattr", "import functools\nans = functools.partial(getattr, 1)('__dict__')\nans = 'ESCAPED'"),
     _c(
         "sorted-key-attrgetter",
-        "import operator\nans = sorted([1, 2], key=operator.attrgetter('__class__'))\nans = 'ESCAPED'",
+        "import operator\nans = sorted([1, 2], key=operator.attrgetter('__dict__'))\nans = 'ESCAPED'",
     ),
     _c("copy-dispatch-table", "import copy\ncopy.dispatch_table[int] = print\nans = 'ESCAPED'"),
     _c("copy-of-a-module", "import copy, math\nm = copy.copy(math)\nans = 'ESCAPED'", ("error", "policy_violation")),
@@ -225,7 +225,9 @@ CASES = [
     _c("import-sys", "import sys\nos = sys.modules['os']\n" + OS_TOUCH + "\nans = 'ESCAPED'"),
     _c("import-os-as-submodule", "import numpy.os\nans = 'ESCAPED'"),
     _c("relative-import", "from . import os\nans = 'ESCAPED'"),
-    _c("star-import", "from math import *\nans = 'ESCAPED'"),
+    # Admitted since issue 37: a star import binds the module's listed members only.
+    _c("star-import", "from math import *\nans = floor(2.5)", ("ok",), 2),
+    _c("star-import-binds-listed-only", "from statistics import *\nans = sys", ("error",)),
     _c("from-import-private", "from random import _os\nans = 'ESCAPED'"),
     # ---- 1. item access ------------------------------------------------------------------------------
     _c("numpy-scalartype-memoryview", "import numpy as np\nmv = np.ScalarType[-1]\nans = 'ESCAPED'"),
@@ -388,7 +390,12 @@ CASES = [
     _c("exec-call", "exec('ans = 1')\nans = 'ESCAPED'"),
     _c("eval-call", "ans = eval('1')\nans = 'ESCAPED'"),
     _c("match-class-pattern", "match 1:\n    case int(real=r):\n        ans = 'ESCAPED'"),
-    _c("nonlocal", "def f():\n    x = 1\n    def g():\n        nonlocal x\n    return g\nans = 'ESCAPED'"),
+    _c(  # admitted since issue 37: nonlocal rebinds the enclosing function's own variable
+        "nonlocal",
+        "def f():\n    x = 1\n    def g():\n        nonlocal x\n        x += 1\n    g()\n    return x\nans = f()",
+        ("ok",),
+        2,
+    ),
     _c("module-write", "import math\nmath.pi = 3\nans = 'ESCAPED'"),
     _c("library-class-write", "from fractions import Fraction\nFraction.limit_denominator = 1\nans = 'ESCAPED'"),
     _c(
@@ -520,6 +527,37 @@ CASES = [
     _c("numpy-r-string-active-guards", NUMPY_FRAME.format(key="_active")),
     _c("numpy-c-string-locals", NUMPY_FRAME.format(key="obj").replace("np.r_", "np.c_")),
     _c("numpy-r-matrix-string", "import numpy as np\nm = np.r_['r', 'self']\nans = 'ESCAPED'", (*PV, "error")),
+    # The idioms admitted for issue 37, turned against the policy.
+    _c(
+        "dataclass-of-a-library-class",
+        "import dataclasses, random\ndataclasses.dataclass(random.Random)\nans = 'ESCAPED'",
+    ),
+    _c("dataclass-make-namespace", "import dataclasses\nP = dataclasses.make_dataclass('P', ['x'])\nans = 'ESCAPED'"),
+    _c(
+        "dataclass-asdict-of-library-objects",
+        "import dataclasses, functools\n@dataclasses.dataclass\nclass P:\n    x: object\n"
+        "dataclasses.asdict(P(functools.partial(max)))\nans = 'ESCAPED'",
+    ),
+    _c("special-method-getattr", "class A:\n    def __getattr__(self, name):\n        return {}\nans = 'ESCAPED'"),
+    _c("special-method-reduce-ex", "class A:\n    def __reduce_ex__(self, p):\n        return None\nans = 'ESCAPED'"),
+    _c(
+        "special-method-array-interface",
+        "class A:\n    def __array_interface__(self):\n        return {}\nans = 'ESCAPED'",
+    ),
+    _c("special-method-set-name", "class A:\n    def __set_name__(self, o, n):\n        pass\nans = 'ESCAPED'"),
+    _c("special-method-at-top-level", "def __repr__():\n    return 'x'\nans = 'ESCAPED'"),
+    _c("special-read-init-of-library-object", "import random\nr = random.Random(1)\nans = r.__init__\nans = 'ESCAPED'"),
+    _c("special-write-class", "class A:\n    pass\na = A()\na.__class__ = int\nans = 'ESCAPED'"),
+    _c("name-assignment", "__name__ = 'x'\nans = 'ESCAPED'"),
+    _c("typing-get-type-hints", "import typing\nans = typing.get_type_hints\nans = 'ESCAPED'"),
+    _c(
+        "typing-forward-ref-evaluate", "import typing\nT = typing.List['os']\nans = typing.get_args(T)\nans = 'ESCAPED'"
+    ),
+    _c("sys-getframe", "import sys\nf = sys._getframe()\nans = 'ESCAPED'"),
+    _c("sys-modules", "import sys\nm = sys.modules\nans = 'ESCAPED'"),
+    _c("sys-stdout", "import sys\ns = sys.stdout\nans = 'ESCAPED'"),
+    _c("star-import-sys-private", "from sys import *\nans = _getframe()", (*PV, "error")),
+    _c("future-module-read", "import __future__\nans = __future__.sys\nans = 'ESCAPED'"),
     # The copy protocol: only reviewed kinds are rebuilt.
     _c("copy-of-a-partial", "import copy, functools\ncopy.copy(functools.partial(max, 1))\nans = 'ESCAPED'"),
     _c("deepcopy-of-a-template", "import copy, string\ncopy.deepcopy([string.Template('$x')])\nans = 'ESCAPED'"),
