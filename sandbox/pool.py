@@ -63,6 +63,7 @@ START_TIMEOUT_S = 60.0
 # tried again after these pauses: START_TRIES tries in all, 3.1 s of pauses, before the pool gives up.
 START_PAUSES_S = (0.1, 0.5, 2.5)
 START_TRIES = len(START_PAUSES_S) + 1
+DRAIN_READS = 64  # reads of a lost worker's last answers (each up to 64 KiB): bounded, whatever it wrote
 MAX_ATTEMPTS = 2  # runs of a program during which its worker died, before it is a sandbox_error
 
 log = logging.getLogger("potrun.sandbox")
@@ -510,6 +511,12 @@ class Pool:
         if not data:
             self._lose(slot, "the worker exited")
             return
+        broken = self._take(slot, data)
+        if broken is not None:
+            self._lose(slot, broken, drain=False)
+
+    def _take(self, slot: Slot, data: bytes) -> str | None:
+        """Take the answers in `data`; None, or how the worker broke the protocol."""
         try:
             for body in slot.reader.feed(data):
                 if not slot.inflight:
@@ -524,7 +531,21 @@ class Pool:
                 if not self._confirm(job, result):
                     self._finish(job, result, len(body))
         except ProtocolError as exc:
-            self._lose(slot, f"the worker broke the protocol ({exc})")
+            return f"the worker broke the protocol ({exc})"
+        return None
+
+    def _drain(self, slot: Slot) -> None:
+        """Take the answers a lost worker wrote before it went (a failed write can tell of its death
+        before they are read): the oldest job left is then the one it was running."""
+        for _ in range(DRAIN_READS):
+            try:
+                if not select.select([slot.conn.read_fd()], [], [], 0)[0]:
+                    return
+                data = slot.conn.read()
+            except (OSError, SandboxUnavailable):
+                return
+            if not data or self._take(slot, data) is not None:
+                return
 
     def _confirm(self, job: Job, result: ExecResult) -> bool:
         """Queue `job` again, first, under a wider wall-clock net when `result` needs confirming
@@ -554,11 +575,13 @@ class Pool:
         except Exception:
             self.close_stream(stream)
 
-    def _lose(self, slot: Slot, why: str) -> None:
+    def _lose(self, slot: Slot, why: str, *, drain: bool = True) -> None:
         """Replace a worker. The program it was running (the oldest it held) is charged the death: it
         is retried (first, before anything submitted later) until its runs have lost MAX_ATTEMPTS
         workers, then reported as a sandbox error. The programs queued behind it had not started:
         they are sent again free, as if never sent, so that a neighbour's death never shows in them."""
+        if drain:
+            self._drain(slot)
         jobs = list(slot.inflight)
         slot.inflight.clear()
         retry = []
