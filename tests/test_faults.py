@@ -42,7 +42,7 @@ from potrun.sandbox import pool as pool_module
 from potrun.sandbox.fake import FakeBackend
 from potrun.sandbox.isolation import PIDS_CGROUP_ROOT
 from potrun.sandbox.pool import START_TRIES, Pool
-from potrun.sandbox.protocol import RunRequest
+from potrun.sandbox.protocol import PROTOCOL_VERSION, RunRequest, encode
 from potrun.types import SandboxUnavailable
 
 MACHINE_STATUSES = {"crashed", "sandbox_error", "timeout"}  # what a fault may make of the program it hit
@@ -494,6 +494,38 @@ class Stillborn:
         if not self._closed:
             self._closed = True
             os.close(self._read)
+
+
+class DeadAfterHello(Stillborn):
+    """A worker that says hello and is gone before it reads a request."""
+
+    def __init__(self) -> None:
+        self._read, write = os.pipe()
+        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "capabilities": {}}
+        os.write(write, encode(hello))
+        os.close(write)
+        self._closed = False
+
+
+class DeadAfterHelloBackend(FakeBackend):
+    def start_worker(self, slot: int) -> Any:
+        self.started += 1
+        return DeadAfterHello()
+
+
+@pytest.mark.usefixtures("short_pauses")
+def test_workers_lost_before_they_take_a_program_are_a_failure_that_persists_not_a_hang() -> None:
+    """No program is charged for a worker that never took one: such deaths, START_TRIES in a row, end
+    the pool (SandboxUnavailable) rather than replace it for ever."""
+    backend = DeadAfterHelloBackend(lambda request: ExecResult(Status.OK))
+    pool = Pool(backend, 1)
+    pool.start()
+    try:
+        with pytest.raises(SandboxUnavailable, match=f"lost {START_TRIES} times in a row before it took a program"):
+            list(pool.run_many([RunRequest(source="ans = 1")]))
+    finally:
+        pool.close()
+    assert backend.started == START_TRIES  # the first, and one replacement after each death but the last
 
 
 @pytest.fixture
