@@ -180,6 +180,14 @@ def container_pids(owner: int) -> list[int]:
     return [int(word) for word in shown.stdout.split() if word.isdigit() and int(word) > 0]
 
 
+def cli_depths(pid: int, backend: str) -> list[int]:
+    """The depths of potrun's processes (a container's first process counts as a worker's, depth 2)."""
+    depths = list(descendants(pid).values())
+    for root in container_pids(pid) if backend == "docker" else []:
+        depths += [2] + [2 + depth for depth in descendants(root).values()]
+    return depths
+
+
 def backend_words(backend: str) -> list[str]:
     return ["--backend", backend] + (["--image", DOCKER_IMAGE] if backend == "docker" else [])
 
@@ -301,22 +309,31 @@ def test_cli_a_worker_killed_and_then_its_replacement_as_it_starts(clean: dict[s
 
 
 @pytest.mark.parametrize("command", ["check", "validate", "run"])
-def test_sigterm_takes_the_ctrl_c_path(clean: dict[str, Any], tmp_path: Path, command: str) -> None:
+def test_sigterm_takes_the_ctrl_c_path(clean: dict[str, Any], tmp_path: Path, command: str, backend: str) -> None:
     """What a job scheduler sends to preempt: exit 130, whole lines kept, the resume command printed
     (check), and nothing left: no process, no scratch directory, no cgroup."""
     out = tmp_path / "out.jsonl"
     if command == "run":
         sleeper = tmp_path / "sleeper.py"
         sleeper.write_text("import time\ntime.sleep(60)\nans = 1\n")
-        words = ["run", str(sleeper), "--policy", "trusted", "--timeout", "90"]
+        words = ["run", str(sleeper), "--policy", "trusted", "--timeout", "90", *backend_words(backend)]
     elif command == "validate":
-        words = ["validate", str(clean["preds"]), "--program-field", "output", "--out", str(out), *FAST[:-1]]
+        words = [
+            "validate",
+            str(clean["preds"]),
+            "--program-field",
+            "output",
+            "--out",
+            str(out),
+            *FAST[:-1],
+            *backend_words(backend),
+        ]
     else:
-        words = ["check", str(clean["preds"]), "--out", str(out), *FAST]
+        words = ["check", str(clean["preds"]), "--out", str(out), *FAST, *backend_words(backend)]
     process = subprocess.Popen(cli(*words), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if command == "run":
         deadline = time.monotonic() + 60
-        while not any(depth >= 3 for depth in descendants(process.pid).values()) and time.monotonic() < deadline:
+        while not any(depth >= 3 for depth in cli_depths(process.pid, backend)) and time.monotonic() < deadline:
             time.sleep(0.05)  # the program runs
     else:
         wait_lines(out, 10, process)
@@ -326,13 +343,16 @@ def test_sigterm_takes_the_ctrl_c_path(clean: dict[str, Any], tmp_path: Path, co
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert_left_nothing(process.pid, machinery)
+    assert container_pids(process.pid) == [], "containers outlived the run"
     if command != "run":
         text = out.read_text()
         assert text.endswith("\n") and 10 <= len(text.splitlines()) < RECORDS
     if command == "check":
         assert "--resume" in stderr.strip().splitlines()[-1], stderr
         done = subprocess.run(
-            cli("check", str(clean["preds"]), "--out", str(out), *FAST, "--resume"), capture_output=True, text=True
+            cli("check", str(clean["preds"]), "--out", str(out), *FAST, *backend_words(backend), "--resume"),
+            capture_output=True,
+            text=True,
         )
         assert done.returncode == 0, done.stderr
         assert lines_of(out) == clean["lines"]
