@@ -656,19 +656,29 @@ def test_a_sandbox_whose_pool_failed_starts_a_fresh_one_on_the_next_call(monkeyp
 # ----------------------------------------------------------------------------------------- the soak
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(4))
-def test_soak_gsm8k_under_a_kill_every_third_of_a_second(tmp_path: Path, seed: int) -> None:
-    """The issue's soak: three copies of GSM8K's PoT programs (3,954 records), a random process of
-    potrun's tree killed every 0.3 s, twelve times (one of them a SIGSTOP), against a clean run."""
-    preds = tmp_path / "g3.jsonl"
-    with preds.open("w") as copy:
-        for _ in range(3):
-            copy.write(GSM8K.read_text())
+@pytest.fixture(scope="module")
+def gsm8k_clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Three copies of GSM8K's PoT programs (3,954 records), and a clean run of them."""
+    root = tmp_path_factory.mktemp("gsm8k")
+    preds = root / "g3.jsonl"
+    preds.write_text(GSM8K.read_text() * 3)
     words = ["check", str(preds), "--compare", "pot", *FAST]
-    reference, out = tmp_path / "clean.jsonl", tmp_path / "out.jsonl"
-    assert subprocess.run(cli(*words, "--out", str(reference)), capture_output=True).returncode == 0
-    process = subprocess.Popen(cli(*words, "--out", str(out)), stderr=subprocess.PIPE, text=True)
+    reference = root / "clean.jsonl"
+    done = subprocess.run(cli(*words, "--out", str(reference)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return {"words": words, "lines": lines_of(reference)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(2))
+def test_soak_gsm8k_under_a_kill_every_third_of_a_second(
+    gsm8k_clean: dict[str, Any], tmp_path: Path, seed: int
+) -> None:
+    """The issue's soak: a random process of potrun's tree killed every 0.3 s, twelve times (one of
+    them a SIGSTOP), while it checks 3,954 GSM8K records; against a clean run. (The issue saw 619
+    records turned sandbox_error by such kills, each charged to all that its worker held.)"""
+    out = tmp_path / "out.jsonl"
+    process = subprocess.Popen(cli(*gsm8k_clean["words"], "--out", str(out)), stderr=subprocess.PIPE, text=True)
     wait_lines(out, 200, process)
     injector = Injector(seed, cli_tree(process.pid), kills=12, pause_s=(0.25, 0.35)).start()
     try:
@@ -677,10 +687,11 @@ def test_soak_gsm8k_under_a_kill_every_third_of_a_second(tmp_path: Path, seed: i
         injector.stop()
     why = f"faults: {injector.log}"
     assert process.returncode == 0, stderr + why
-    clean = lines_of(reference)
+    clean = gsm8k_clean["lines"]
     found = lines_of(out)
+    assert [line["line"] for line in found] == [line["line"] for line in clean], why
     # GSM8K has programs near their CPU limit: a loaded machine may time one out in either run.
-    slow = {k for k, line in enumerate(clean) if line["status"] == "timeout"}
+    slow = {k for k, line in enumerate(clean) if line["status"] == "timeout" or found[k]["status"] == "timeout"}
     differ = [k for k, (a, b) in enumerate(zip(found, clean, strict=True)) if a != b and k not in slow]
-    assert [line["line"] for line in found] == [line["line"] for line in clean]
-    assert len(differ) <= injector.faults + len(slow), why
+    assert len(differ) <= injector.faults, f"{[found[k] for k in differ][:3]}; {why}"
+    assert sum(line["status"] == "sandbox_error" for line in found) <= injector.faults, why
