@@ -63,6 +63,7 @@ START_TIMEOUT_S = 60.0
 # tried again after these pauses: START_TRIES tries in all, 3.1 s of pauses, before the pool gives up.
 START_PAUSES_S = (0.1, 0.5, 2.5)
 START_TRIES = len(START_PAUSES_S) + 1
+DRAIN_READS = 64  # reads of a lost worker's last answers (each up to 64 KiB): bounded, whatever it wrote
 MAX_ATTEMPTS = 2  # runs of a program during which its worker died, before it is a sandbox_error
 
 log = logging.getLogger("potrun.sandbox")
@@ -131,6 +132,7 @@ class Job:
     request: RunRequest
     wire_id: int  # unique in the pool: the id the worker answers with
     attempts: int = 0  # runs sent to a worker
+    sent_end: int = 0  # where its request ends in the bytes queued to its worker (`Slot.queued`)
     confirming: bool = False  # run again to confirm a timeout the load may have caused (`confirming_limits`)
 
 
@@ -143,6 +145,9 @@ class Slot:
     reader: FrameReader = field(default_factory=FrameReader)
     inflight: deque[Job] = field(default_factory=deque)
     outbox: bytearray = field(default_factory=bytearray)
+    queued: int = 0  # bytes ever queued to the worker...
+    written: int = 0  # ...and of them, written: a job whose request was not written whole never ran
+    answered: int = 0  # answers taken from it
     progress: float = field(default_factory=time.monotonic)
     hello: dict[str, Any] = field(default_factory=dict)
 
@@ -170,6 +175,7 @@ class Pool:
         self._wire_ids = itertools.count()
         self._closing = False
         self._closed = threading.Event()  # set by close(): a pause between two tries to start a worker ends
+        self._barren: dict[int, int] = {}  # slot -> its workers lost in a row before they took a program
         self._in_select = False  # the dispatcher waits for I/O: a submit must wake it
         self._rationed = False  # held answers are past the budget: only workers with a due program are read
         self._woken = False
@@ -456,7 +462,10 @@ class Pool:
         if not slot.inflight:
             slot.progress = time.monotonic()
         slot.inflight.append(job)
-        slot.outbox += encode_request(job.request, job.wire_id)
+        frame = encode_request(job.request, job.wire_id)
+        slot.outbox += frame
+        slot.queued += len(frame)
+        job.sent_end = slot.queued
 
     def _step(self) -> None:
         """One wait for I/O: send what is queued, take what arrived, replace lost workers."""
@@ -485,6 +494,7 @@ class Pool:
             try:
                 taken = slot.conn.write(bytes(slot.outbox))
                 del slot.outbox[:taken]
+                slot.written += taken
             except OSError:
                 self._lose(slot, "the worker's input closed")
         for fd in readable:
@@ -510,6 +520,12 @@ class Pool:
         if not data:
             self._lose(slot, "the worker exited")
             return
+        broken = self._take(slot, data)
+        if broken is not None:
+            self._lose(slot, broken, drain=False)
+
+    def _take(self, slot: Slot, data: bytes) -> str | None:
+        """Take the answers in `data`; None, or how the worker broke the protocol."""
         try:
             for body in slot.reader.feed(data):
                 if not slot.inflight:
@@ -520,11 +536,26 @@ class Pool:
                     message, request_id=job.wire_id, attempts=job.attempts, output_bytes=job.request.limits.output_bytes
                 )
                 slot.inflight.popleft()
+                slot.answered += 1
                 slot.progress = time.monotonic()
                 if not self._confirm(job, result):
                     self._finish(job, result, len(body))
         except ProtocolError as exc:
-            self._lose(slot, f"the worker broke the protocol ({exc})")
+            return f"the worker broke the protocol ({exc})"
+        return None
+
+    def _drain(self, slot: Slot) -> None:
+        """Take the answers a lost worker wrote before it went (a failed write can tell of its death
+        before they are read): the oldest job left is then the one it was running."""
+        for _ in range(DRAIN_READS):
+            try:
+                if not select.select([slot.conn.read_fd()], [], [], 0)[0]:
+                    return
+                data = slot.conn.read()
+            except (OSError, SandboxUnavailable):
+                return
+            if not data or self._take(slot, data) is not None:
+                return
 
     def _confirm(self, job: Job, result: ExecResult) -> bool:
         """Queue `job` again, first, under a wider wall-clock net when `result` needs confirming
@@ -554,17 +585,20 @@ class Pool:
         except Exception:
             self.close_stream(stream)
 
-    def _lose(self, slot: Slot, why: str) -> None:
+    def _lose(self, slot: Slot, why: str, *, drain: bool = True) -> None:
         """Replace a worker. The program it was running (the oldest it held) is charged the death: it
         is retried (first, before anything submitted later) until its runs have lost MAX_ATTEMPTS
         workers, then reported as a sandbox error. The programs queued behind it had not started:
         they are sent again free, as if never sent, so that a neighbour's death never shows in them."""
+        if drain:
+            self._drain(slot)
         jobs = list(slot.inflight)
         slot.inflight.clear()
+        self._count_barren(slot, charged=bool(jobs) and jobs[0].sent_end <= slot.written, why=why)
         retry = []
         for position, job in enumerate(jobs):
-            if position:
-                job.attempts -= 1  # queued, never run: this send does not count
+            if position or job.sent_end > slot.written:
+                job.attempts -= 1  # queued, or never written whole: it never ran, this send does not count
                 retry.append(job)
             elif job.attempts - job.confirming < MAX_ATTEMPTS:  # a confirming run is not a retry
                 retry.append(job)
@@ -573,6 +607,17 @@ class Pool:
                 self._finish(job, lost, 0)
         self._pending.extendleft(reversed(retry))
         self._replace(slot)
+
+    def _count_barren(self, slot: Slot, *, charged: bool, why: str) -> None:
+        """A death that no program is charged for (the worker took none) could repeat for ever: after
+        START_TRIES such deaths in a row, the slot's worker is a failure that persists."""
+        barren = 0 if charged or slot.answered else self._barren.get(slot.number, 0) + 1
+        self._barren[slot.number] = barren
+        if barren >= START_TRIES:
+            raise SandboxUnavailable(
+                f"{self.backend.name} worker {slot.number} was lost {barren} times in a row before it took a "
+                f"program (the last: {why})"
+            )
 
 
 _END = object()
