@@ -39,6 +39,8 @@ import unicodedata
 from collections import deque
 from dataclasses import dataclass
 
+from potrun.budget import charge
+
 from .chat import SPECIAL_TOKENS
 from .numbers import ParsedNumber, last_number, parse_number
 
@@ -165,6 +167,7 @@ def extract_answer(text: str) -> ExtractedAnswer:
     """The final answer of a chain-of-thought output; see the module docstring for the precedence."""
     if not text or text.isspace():
         return _NONE
+    charge(len(text))  # every rule is linear in the text: the record's budget, where one is open
     body = _visible_part(text)
     whole = _whole(body)
     if whole is not None:

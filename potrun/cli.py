@@ -871,11 +871,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         image=args.image,
     )
     token = args.token or os.environ.get("POTRUN_TOKEN") or None
-    config = ServiceConfig(sandbox, token=token, queue_limit=args.queue_limit, max_body_bytes=args.max_body_mb << 20)
+    config = ServiceConfig(
+        sandbox,
+        token=token,
+        queue_limit=args.queue_limit,
+        max_body_bytes=args.max_body_mb << 20,
+        max_timeout_s=args.max_timeout,
+        max_memory_mb=args.max_memory,
+    )
     # uvicorn finishes every accepted request on SIGTERM, then raises the signal again: as an interrupt
     # (which uvicorn.run takes as the end), so that a graceful stop exits 0, not by death from the signal.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    serve(config, host=args.host, port=args.port, processes=args.workers)
+    serve(config, host=args.host, port=args.port, processes=args.workers, shutdown_timeout=args.shutdown_timeout)
     return EXIT_OK
 
 
@@ -910,6 +917,24 @@ def _add_serve_command(commands: Any) -> None:
         "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_S, help="default CPU seconds per program"
     )
     serve.add_argument("--memory", type=_positive_int, default=DEFAULT_MEMORY_MB, help="default MB per program")
+    serve.add_argument(
+        "--max-timeout",
+        type=_positive_float,
+        default=None,
+        help="ceiling of a request's own CPU seconds (run_timeout, timeout): capped to it (default: --timeout)",
+    )
+    serve.add_argument(
+        "--max-memory",
+        type=_positive_int,
+        default=None,
+        help="ceiling of a request's own MB (memory_limit_MB, memory_mb): capped to it (default: --memory)",
+    )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=_positive_float,
+        default=30.0,
+        help="on SIGTERM, seconds to finish accepted requests; then the programs still running are killed",
+    )
     serve.set_defaults(handler=cmd_serve)
 
 

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from potrun.budget import OverBudget, record_budget
 from potrun.comparators import default, docmath, longdocurl, math, mathqa, pot, tatqa
 from potrun.comparators.golds import GSM8K_MARKER, GoldRange, gsm8k_gold, parse_range
 from potrun.comparators.longdocurl import longdocurl_score
@@ -112,4 +113,8 @@ def read_answer(text: str, *, preset: str = "default", **options: Any) -> Value:
     chosen = _preset_named(preset)
     if chosen.read is None:
         return text
-    return chosen.read(text, **{**chosen.defaults, **options})
+    try:
+        with record_budget():
+            return chosen.read(text, **{**chosen.defaults, **options})
+    except OverBudget:  # a text too costly to read: read as nothing but itself
+        return text

@@ -22,10 +22,13 @@ __all__ = ["GOLD_TYPES", "PRESET"]
 GOLD_TYPES = ("int", "float", "float64", "bool")
 
 _DROP = ("£", "€", "¥", "million", "billion", "thousand", "US", "USD", "RMB")
-_UNIT_AFTER = re.compile(r"([-+]?(?:[\d,]*\.*\d+)) [^0-9 ]+$")
-_UNIT_BEFORE = re.compile(r"[^0-9 ]+ ([-+]?(?:[\d,]*\.*\d+))$")
-_SHORT_AFTER = re.compile(r"([-+]?(?:[\d,]*\.*\d+))[^\d]{1,2}$")
-_SHORT_BEFORE = re.compile(r"[^-+\d]{1,2}((?:[\d,]*\.*\d+))$")
+# The peer's number r"[\d,]*\.*\d+", written so that it matches the same texts without trying every
+# split of a digit run between its two parts (quadratic: a 10^5-digit answer took minutes).
+_PEER_NUMBER = r"(?:[\d,]*\.+\d+|[\d,]*\d)"
+_UNIT_AFTER = re.compile(rf"([-+]?{_PEER_NUMBER}) [^0-9 ]+$")
+_UNIT_BEFORE = re.compile(rf"[^0-9 ]+ ([-+]?{_PEER_NUMBER})$")
+_SHORT_AFTER = re.compile(rf"([-+]?{_PEER_NUMBER})[^\d]{{1,2}}$")
+_SHORT_BEFORE = re.compile(rf"[^-+\d]{{1,2}}({_PEER_NUMBER})$")
 _IS_NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})*|(\d+))(\.\d+)?$")
 _POW10 = re.compile(r"10\^(-?\d+)")
 _OPTION = re.compile(r"\([a-d]\)")

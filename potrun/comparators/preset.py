@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from potrun.budget import OverBudget, record_budget
 from potrun.comparators.golds import gsm8k_gold
 from potrun.types import PotrunError, UsageError, Value, Verdict
 
@@ -41,14 +42,18 @@ class Preset:
                 f"preset {self.name!r} takes no option {', '.join(unknown)}; "
                 f"it takes: {', '.join(sorted(self.defaults)) or 'none'}"
             )
-        if isinstance(gold, str):
-            answer = gsm8k_gold(gold)
-            if answer is not None:
-                gold = self.gsm8k_answer(answer)
         try:
-            return self.judge(value, gold, **{**self.defaults, **options})
+            with record_budget():  # the record's, when the caller opened one: extraction and comparison
+                if isinstance(gold, str):
+                    answer = gsm8k_gold(gold)
+                    if answer is not None:
+                        gold = self.gsm8k_answer(answer)
+                return self.judge(value, gold, **{**self.defaults, **options})
+        except OverBudget as exc:
+            return Verdict(False, f"{self.name}: not judged ({exc})")
         except PotrunError:  # the caller's to act on: a bad option, a missing extra (potrun[math])
             raise
         except Exception as exc:  # any data gives a verdict: a value no rule of the preset could read
-            # (an int past str()'s 4,300 digits, say) is judged wrong, and the run goes on
+            # (an int past str()'s 4,300 digits, say), or a text whose reading ran out of its budget
+            # (potrun.budget.OverBudget), is judged wrong, and the run goes on
             return Verdict(False, f"{self.name}: not judged ({type(exc).__name__}: {str(exc)[:200]})")

@@ -54,9 +54,12 @@ def _is_number(text: str) -> bool:
         return False
 
 
+# The metric's patterns; a match can only start where a run of digits begins (the lookbehinds), as
+# every leftmost match of theirs does: the same matches, without retrying each suffix of a long digit
+# run that leads nowhere (quadratic: "1 " * 50000 took minutes).
 _NEGATIVE = re.compile(r"(\([\d.\s]+\))")
-_PERCENT = re.compile(r"([\d.\s]+%)")
-_WORD_SCALE = re.compile(r"([\d.]+\s?[a-zA-Z]+)")
+_PERCENT = re.compile(r"(?<![\d.\s])([\d.\s]+%)")
+_WORD_SCALE = re.compile(r"(?<![\d.])([\d.]+\s?[a-zA-Z]+)")
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = set(string.punctuation)
 

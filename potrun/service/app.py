@@ -32,6 +32,7 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -49,6 +50,8 @@ from potrun.comparators import PRESETS
 from potrun.pipeline import RecordResult
 from potrun.rewards import iter_records, reward_of, reward_points
 from potrun.sandbox.api import Sandbox, SandboxConfig
+from potrun.sandbox.api import _check_megabytes as check_megabytes
+from potrun.sandbox.api import _check_seconds as check_seconds
 from potrun.sandbox.protocol import RunRequest
 from potrun.service import fusion
 from potrun.service.admission import Admission, QueueFull, TooLarge
@@ -69,6 +72,11 @@ class ServiceConfig:
     token: str | None = None
     queue_limit: int = QUEUE_LIMIT
     max_body_bytes: int = MAX_BODY_BYTES
+    # The operator's ceilings for a client's per-call limits (/run_code's run_timeout and
+    # memory_limit_MB, /v1/run's timeout and memory_mb): a request above one is capped to it (and the
+    # answer's X-Potrun-Capped header names what was). None: the sandbox's own limits.
+    max_timeout_s: float | None = None
+    max_memory_mb: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,6 +90,9 @@ class BodyTooLarge(Exception):
     pass
 
 
+CAPPED_HEADER = "X-Potrun-Capped"
+
+
 class Service:
     """What the routes share: the sandbox, the queue, the counters."""
 
@@ -91,6 +102,25 @@ class Service:
         self.cache = ResultCache()  # one LRU, its keys prefixed by the client's (`cached_for`)
         self.admission = Admission(config.queue_limit)
         self.metrics = Metrics()
+        limits = config.sandbox.limits
+        self.max_timeout_s = config.max_timeout_s if config.max_timeout_s is not None else limits.timeout_s
+        self.max_memory_mb = config.max_memory_mb if config.max_memory_mb is not None else limits.memory_mb
+
+    def capped(self, timeout: float | None, memory_mb: int | None, capped: list[str]) -> tuple[Any, Any]:
+        """A client's per-call limits within the operator's ceilings; what was lowered is named in
+        `capped` (a client never runs a program longer or larger than the operator allows). A value the
+        sandbox refuses (not a number, past its own bounds) is refused as before: a UsageError."""
+        if timeout is not None:
+            check_seconds("timeout", timeout)
+            if timeout > self.max_timeout_s:
+                capped.append(f"timeout={self.max_timeout_s:g}")
+                timeout = self.max_timeout_s
+        if memory_mb is not None:
+            check_megabytes("memory_mb", memory_mb)
+            if memory_mb > self.max_memory_mb:
+                capped.append(f"memory_mb={self.max_memory_mb}")
+                memory_mb = self.max_memory_mb
+        return timeout, memory_mb
 
     # -- the routes ------------------------------------------------------------------------------------
 
@@ -101,12 +131,14 @@ class Service:
             return JSONResponse({"detail": exc.detail}, status_code=422)
         except fusion.Unsupported as exc:
             return JSONResponse(fusion.sandbox_error(str(exc)))
+        capped: list[str] = []
         try:
+            timeout, memory_mb = self.capped(call.timeout, call.memory_mb, capped)
             prepared = self.box.request(
                 call.code,
                 "stdout",
-                timeout=call.timeout,
-                memory_mb=call.memory_mb,
+                timeout=timeout,
+                memory_mb=memory_mb,
                 stdin=call.stdin,
                 files=call.files,
                 full_output=True,  # SandboxFusion answers with the whole streams: verl compares them
@@ -117,20 +149,25 @@ class Service:
         if refused is not None:
             return refused
         try:
-            result = await self._run_one(prepared)
+            result = await _unless_client_leaves(request, self._run_one(prepared))
         finally:
             self.admission.release(1)
-        return JSONResponse(fusion.response(result))
+        if result is None:  # the client left: its program was cancelled, queued or running
+            return Response(status_code=499)
+        return JSONResponse(fusion.response(result), headers=_capped_header(capped))
 
     async def run(self, body: Any, request: Request) -> Response:
+        capped: list[str] = []
         try:
-            requests = self._run_requests(body)
+            requests = self._run_requests(body, capped)
         except (UsageError, TypeError, ValueError, KeyError) as exc:  # KeyError: a program without its code
             return _bad_request(str(exc))
         refused = self._admit(len(requests))
         if refused is not None:
             return refused
-        return StreamingResponse(self._stream_finished(requests), media_type=NDJSON)
+        return StreamingResponse(
+            self._stream_finished(requests), media_type=NDJSON, headers=_capped_header(sorted(set(capped)))
+        )
 
     def cached_for(self, request: Request) -> CachedSandbox:
         """The dedup cache as one client sees it: its own results only."""
@@ -245,7 +282,7 @@ class Service:
             return result
         raise AssertionError("a stream of one request yields one result")
 
-    def _run_requests(self, body: Any) -> list[RunRequest]:
+    def _run_requests(self, body: Any, capped: list[str]) -> list[RunRequest]:
         programs = _list(body, "programs")
         entry = body.get("entry")
         requests = []
@@ -253,12 +290,13 @@ class Service:
             if isinstance(program, str):
                 requests.append(self.box.request(program, entry))
             elif isinstance(program, Mapping):
+                timeout, memory_mb = self.capped(program.get("timeout"), program.get("memory_mb"), capped)
                 requests.append(
                     self.box.request(
                         program["code"],
                         program.get("entry", entry),
-                        timeout=program.get("timeout"),
-                        memory_mb=program.get("memory_mb"),
+                        timeout=timeout,
+                        memory_mb=memory_mb,
                         stdin=program.get("stdin"),
                         files=program.get("files"),
                     )
@@ -286,6 +324,10 @@ class Service:
         finally:
             for task in tasks:
                 task.cancel()
+
+
+def _capped_header(capped: list[str]) -> dict[str, str] | None:
+    return {CAPPED_HEADER: ", ".join(capped)} if capped else None
 
 
 def client_namespace(request: Request) -> bytes:
@@ -351,6 +393,26 @@ async def _read_limited(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+async def _unless_client_leaves(request: Request, work: Awaitable[ExecResult]) -> ExecResult | None:
+    """`work`'s result, or None when the client disconnects first: then `work` is cancelled (its stream
+    is closed: a program still queued is never sent)."""
+    running = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait((running, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not running.done():
+            running.cancel()
+    return running.result() if not running.cancelled() else None
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client has gone (its body is read: what is left to receive is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 async def _in_thread(items: Iterator[Any]) -> AsyncIterator[list[Any]]:
     """Iterate a blocking iterator on a thread of its own (the pipeline's scoring runs there; the loop
     goes on serving), handing its items to the event loop in chunks: all that came since the loop last
@@ -359,14 +421,20 @@ async def _in_thread(items: Iterator[Any]) -> AsyncIterator[list[Any]]:
     ready: deque[Any] = deque()  # filled by the thread, emptied by the loop (deque appends are atomic)
     wake = asyncio.Event()
     finished: list[BaseException | None] = []
+    stopped = threading.Event()  # the consumer left (the client disconnected): take no more items
 
     def drain() -> None:
         try:
             for item in items:
+                if stopped.is_set():  # the items' generators close: their programs not sent are dropped
+                    break
                 was_empty = not ready
                 ready.append(item)
                 if was_empty:
                     loop.call_soon_threadsafe(wake.set)
+            close = getattr(items, "close", None)
+            if stopped.is_set() and close is not None:
+                close()
             finished.append(None)
         except BaseException as exc:  # handed to the consumer, raised there
             finished.append(exc)

@@ -29,13 +29,23 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def serve(config: ServiceConfig, host: str = "127.0.0.1", port: int = 8080, processes: int = 1) -> None:
-    """Serve until SIGINT or SIGTERM, then stop accepting, finish every accepted request and close the
-    sandbox (uvicorn's graceful shutdown, without a time limit). `processes` > 1: that many uvicorn
-    worker processes share the port, each with its own pool (the config reaches them through the
-    environment variable POTRUN_SERVE_CONFIG)."""
+SHUTDOWN_TIMEOUT_S = 30.0
+
+
+def serve(
+    config: ServiceConfig,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    processes: int = 1,
+    shutdown_timeout: float = SHUTDOWN_TIMEOUT_S,
+) -> None:
+    """Serve until SIGINT or SIGTERM, then stop accepting, finish the accepted requests for at most
+    `shutdown_timeout` seconds (uvicorn's graceful shutdown), then cancel those left and close the
+    sandbox, which kills the programs still running: no client's program holds the stop. `processes`
+    > 1: that many uvicorn worker processes share the port, each with its own pool (the config reaches
+    them through the environment variable POTRUN_SERVE_CONFIG)."""
     check_exposure(host, config.token)
-    options = {"host": host, "port": port, "log_level": "warning", "timeout_graceful_shutdown": None}
+    options = {"host": host, "port": port, "log_level": "warning", "timeout_graceful_shutdown": shutdown_timeout}
     if processes == 1:
         uvicorn.run(make_app(config), **options)  # type: ignore[arg-type]
         return
