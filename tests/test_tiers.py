@@ -9,9 +9,12 @@ review off in this process (the doctor's and the record's words are made here, n
 
 from __future__ import annotations
 
+import dis
+import importlib.util
 import json
 import platform
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -77,3 +80,49 @@ def test_the_summary_records_the_tiers(tmp_path: Path) -> None:
     assert run["machine"]["tiers"] == (["warm", "fork"] if REVIEWED else ["fork"])
     assert run["machine"]["tiers_why"]
     assert run["tiers_used"] == (["warm"] if REVIEWED else ["fork"])
+
+
+@pytest.mark.parametrize(
+    ("version", "implementation"), [((3, 12), "cpython"), ((3, 14), "cpython"), ((3, 13), "pypy"), ((3, 10), "cpython")]
+)
+def test_an_unreviewed_release_imports_cleanly_and_proves_nothing(
+    version: tuple[int, int], implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crash this guards against: 3.13 numbers pseudo-instructions past 255, and the verifier's
+    module failed at import, taking every worker down with it. A fresh copy of policies/pure.py is
+    loaded as another release would: its version, an opcode table with names past 255 and without
+    3.11's PRECALL. It must load, say why there is no warm tier, and prove nothing."""
+    opmap = {name: number for name, number in dis.opmap.items() if name != "PRECALL"}
+    opmap |= {"LOAD_METHOD": 300, "JUMP": 301, "SOME_NEW_OPCODE": 512}
+    monkeypatch.setattr(dis, "opmap", opmap)
+    monkeypatch.setattr(sys, "version_info", (*version, 0, "final", 0))
+    monkeypatch.setattr(
+        sys, "implementation", types.SimpleNamespace(**vars(sys.implementation) | {"name": implementation})
+    )
+    spec = importlib.util.spec_from_file_location("pure_on_another_release", pure.__file__)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    reason = copy.warm_tier_refusal()
+    assert reason is not None and f"{implementation} {version[0]}.{version[1]}" in reason
+    assert copy.ALLOWED_OPCODES == {} and copy._ALLOWED_OPS == b""
+    assert (
+        copy.why_not_pure(compile("ans = 1", "<program>", "exec")) == f"python {version[0]}.{version[1]} not reviewed"
+    )
+
+
+def test_a_reviewed_name_numbered_past_255_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The original crash: a name of the release's table that the interpreter numbers past 255 (3.13's
+    pseudo LOAD_METHOD is 259) made `bytes()` fail at import. Such a name never appears in co_code."""
+    reviewed = sys.version_info[:2]
+    if reviewed not in pure.REVIEWED_VERSIONS:
+        reviewed = pure.REVIEWED_VERSIONS[0]
+    allowed = next(iter(pure._OPCODE_REVIEWS[reviewed][0]))
+    monkeypatch.setattr(dis, "opmap", dis.opmap | {allowed: 259})
+    monkeypatch.setattr(sys, "version_info", (*reviewed, 0, "final", 0))
+    spec = importlib.util.spec_from_file_location("pure_on_another_release", pure.__file__)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    assert copy.warm_tier_refusal() is None
+    assert allowed in copy.ALLOWED_OPCODES and len(copy._ALLOWED_OPS) == len(copy.ALLOWED_OPCODES) - 1
