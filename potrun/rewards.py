@@ -41,9 +41,11 @@ import atexit
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import fields
 from typing import Any, TypedDict
 
 from potrun.cache import CachedSandbox
+from potrun.comparators import check_compare_options
 from potrun.extractors import strip_special_tokens
 from potrun.pipeline import CheckOptions, RecordResult, check_records
 from potrun.records import Record
@@ -69,6 +71,22 @@ def configure(**sandbox_options: Any) -> None:
     running one is closed and the next call starts one with these."""
     config = SandboxConfig(**sandbox_options)  # checked now, not at the first reward
     with _lock:
+        _close_locked()
+        _state["config"] = config
+
+
+# The options of the shared sandbox a trainer's config may set beside the scoring's (verl's reward_kwargs,
+# OpenRLHF's make_reward_func): `Sandbox`'s keyword arguments.
+SANDBOX_OPTIONS = tuple(option.name for option in fields(SandboxConfig))
+
+
+def configure_if_changed(**sandbox_options: Any) -> None:
+    """`configure(...)`, unless the shared sandbox already has exactly these options: a trainer's config
+    gives them with every call, and the running sandbox is kept while they stay the same."""
+    config = SandboxConfig(**sandbox_options)
+    with _lock:
+        if config == _state["config"]:
+            return
         _close_locked()
         _state["config"] = config
 
@@ -205,6 +223,9 @@ async def ascore_completions(completions: Sequence[Any], golds: Sequence[Any], *
     return await asyncio.to_thread(score_completions, completions, golds, **options)
 
 
+_OWN_OPTIONS = ("shaped", "gold_field", "mode", "preset", "name", "asynchronous")
+
+
 def make_reward_function(
     *,
     shaped: bool = False,
@@ -217,7 +238,9 @@ def make_reward_function(
 ) -> Callable[..., Any]:
     """A reward function with TRL's signature, `reward(completions, **kwargs) -> list[float]`, reading
     the golds from the dataset column `gold_field`; with `asynchronous`, an `async def` of the same
-    signature (awaited, it gives the list)."""
+    signature (awaited, it gives the list). An option the preset does not take is a UsageError now,
+    naming the closest known one (`gold_feild=` is no comparator option)."""
+    check_compare_options(preset, compare_options, "make_reward_function", also=_OWN_OPTIONS)
 
     def arguments(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         if gold_field not in kwargs:

@@ -43,7 +43,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from potrun.cache import CachedSandbox
-from potrun.comparators import PRESETS
+from potrun.comparators import PRESETS, check_compare_options
+from potrun.options import check_options
 from potrun.pipeline import RecordResult
 from potrun.rewards import iter_records, reward_of, reward_points
 from potrun.sandbox.api import Sandbox, SandboxConfig
@@ -133,7 +134,12 @@ class Service:
     async def score(self, body: Any) -> Response:
         try:
             completions, golds = _list(body, "completions"), _list(body, "golds")
+            check_options(body, SCORE_FIELDS, "the body of /v1/score")
             _check_preset_runs_here(body.get("preset", "default"))
+            compare_options = body.get("compare_options") or {}
+            if not isinstance(compare_options, Mapping):
+                raise UsageError("compare_options must be an object of the preset's options")
+            check_compare_options(body.get("preset", "default"), compare_options, "compare_options")
             points = _checked_points(reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale")))
             results = iter_records(
                 completions,
@@ -141,7 +147,7 @@ class Service:
                 mode=body.get("mode", "pot"),
                 preset=body.get("preset", "default"),
                 sandbox=self.cached,
-                **dict(body.get("compare_options") or {}),
+                **dict(compare_options),
             )
         except (PotrunError, TypeError, ValueError) as exc:
             return _bad_request(str(exc))
@@ -238,12 +244,14 @@ class Service:
 
     def _run_requests(self, body: Any) -> list[RunRequest]:
         programs = _list(body, "programs")
+        check_options(body, ("programs", "entry"), "the body of /v1/run")
         entry = body.get("entry")
         requests = []
         for program in programs:
             if isinstance(program, str):
                 requests.append(self.box.request(program, entry))
             elif isinstance(program, Mapping):
+                check_options(program, RUN_PROGRAM_FIELDS, "a program of /v1/run")
                 requests.append(
                     self.box.request(
                         program["code"],
@@ -277,6 +285,11 @@ class Service:
         finally:
             for task in tasks:
                 task.cancel()
+
+
+# The fields of each JSON body (README, "potrun serve"): any other is a 400 naming it and the closest.
+SCORE_FIELDS = ("completions", "golds", "preset", "mode", "shaped", "scale", "compare_options")
+RUN_PROGRAM_FIELDS = ("code", "entry", "timeout", "memory_mb", "stdin", "files")
 
 
 def _result_json(result: ExecResult) -> dict[str, Any]:
