@@ -18,7 +18,8 @@ Scales:
   whatever the preset's peer judges: `potrun.comparators.nonfinite`)
 - `shaped_pot_reward` (`SHAPED`): 1.0 correct, 0.1 the program ran and gave an answer but it is wrong
   (status ok; for chain of thought: an answer was found), 0.0 anything else (no program, syntax or
-  policy error, exception, timeout, crash, no answer). A gold of None is never correct.
+  policy error, exception, timeout, crash, no answer). A gold of None is never correct here; the TRL
+  reward functions give it None, TRL's "not applicable" (`make_reward_function`).
 
 Each completion goes through the same pipeline as `potrun check` (extraction, the sandbox, the
 comparator preset). The sandbox is shared and warm across calls: created on first use in each process
@@ -41,12 +42,15 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, TypedDict
 
 from potrun.cache import CachedSandbox
+from potrun.comparators import check_compare_options
 from potrun.comparators.nonfinite import paid_for_nonfinite
 from potrun.extractors import strip_special_tokens
 from potrun.pipeline import CheckOptions, RecordResult, check_records
@@ -73,6 +77,22 @@ def configure(**sandbox_options: Any) -> None:
     running one is closed and the next call starts one with these."""
     config = SandboxConfig(**sandbox_options)  # checked now, not at the first reward
     with _lock:
+        _close_locked()
+        _state["config"] = config
+
+
+# The options of the shared sandbox a trainer's config may set beside the scoring's (verl's reward_kwargs,
+# OpenRLHF's make_reward_func): `Sandbox`'s keyword arguments.
+SANDBOX_OPTIONS = tuple(option.name for option in fields(SandboxConfig))
+
+
+def configure_if_changed(**sandbox_options: Any) -> None:
+    """`configure(...)`, unless the shared sandbox already has exactly these options: a trainer's config
+    gives them with every call, and the running sandbox is kept while they stay the same."""
+    config = SandboxConfig(**sandbox_options)
+    with _lock:
+        if config == _state["config"]:
+            return
         _close_locked()
         _state["config"] = config
 
@@ -220,6 +240,11 @@ async def ascore_completions(completions: Sequence[Any], golds: Sequence[Any], *
     return await asyncio.to_thread(score_completions, completions, golds, **options)
 
 
+_OWN_OPTIONS = ("shaped", "gold_field", "mode", "preset", "name", "asynchronous")
+# What GRPOTrainer passes a reward beside the dataset's columns (trl/trainer/grpo_trainer.py)
+_TRL_KEYWORDS = ("prompts", "completion_ids", "trainer_state", "log_extra", "log_metric")
+
+
 def make_reward_function(
     *,
     shaped: bool = False,
@@ -230,34 +255,94 @@ def make_reward_function(
     asynchronous: bool = False,
     **compare_options: Any,
 ) -> Callable[..., Any]:
-    """A reward function with TRL's signature, `reward(completions, **kwargs) -> list[float]`, reading
-    the golds from the dataset column `gold_field`; with `asynchronous`, an `async def` of the same
-    signature (awaited, it gives the list)."""
+    """A reward function with TRL's signature, `reward(completions, **kwargs) -> list[float | None]`,
+    reading the golds from the dataset column `gold_field`; with `asynchronous`, an `async def` of the
+    same signature (awaited, it gives the list). An option the preset does not take is a UsageError
+    now, naming the closest known one (`gold_feild=` is no comparator option).
 
-    def arguments(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    TRL's conventions: a gold of None gives the reward None ("not applicable": TRL leaves that
+    completion out of this reward, it is not a wrong answer); where TRL passes `log_extra` and
+    `log_metric`, each completion's status and error type go to its completions table
+    (`<name>/status`, `<name>/error_type`) and each status's share of the batch to its metrics
+    (`<name>/status/<status>`); the name (`__name__`, under which TRL logs the reward) is distinct for
+    each configuration (`reward_name`), so two potrun rewards never merge their metrics."""
+    check_compare_options(preset, compare_options, "make_reward_function", also=_OWN_OPTIONS)
+    label = name or reward_name(shaped=shaped, gold_field=gold_field, mode=mode, preset=preset, **compare_options)
+    options = {"shaped": shaped, "mode": mode, "preset": preset, **compare_options}
+
+    def golds_of(kwargs: Mapping[str, Any]) -> Any:
         if gold_field not in kwargs:
+            columns = sorted(key for key in kwargs if key not in _TRL_KEYWORDS)
             raise UsageError(
                 f"the reward needs the golds: a dataset column {gold_field!r} "
-                f"(columns given: {', '.join(sorted(kwargs)) or 'none'})"
+                f"(columns given: {', '.join(columns) or 'none'})"
             )
-        return {
-            "completions": completions,
-            "golds": kwargs[gold_field],
-            "shaped": shaped,
-            "mode": mode,
-            "preset": preset,
-            **compare_options,
-        }
+        return kwargs[gold_field]
 
-    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        return score_completions(**arguments(completions, kwargs))
+    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        golds = golds_of(kwargs)
+        return _trl_rewards(completions, golds, options, kwargs.get("log_extra"), kwargs.get("log_metric"), label)
 
-    async def areward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        return await ascore_completions(**arguments(completions, kwargs))
+    async def areward(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        golds = golds_of(kwargs)
+        log_extra, log_metric = kwargs.get("log_extra"), kwargs.get("log_metric")
+        return await asyncio.to_thread(_trl_rewards, completions, golds, options, log_extra, log_metric, label)
 
     chosen: Callable[..., Any] = areward if asynchronous else reward
-    chosen.__name__ = chosen.__qualname__ = name or ("shaped_pot_reward" if shaped else "pot_reward")
+    chosen.__name__ = chosen.__qualname__ = label
     return chosen
+
+
+def reward_name(
+    *, shaped: bool = False, gold_field: str = "answer", mode: str = "pot", preset: str = "default", **compare: Any
+) -> str:
+    """The name a reward of this configuration logs under: `pot_reward` (`shaped_pot_reward`) for the
+    defaults, then each setting that differs ("pot_reward_ground_truth_pot_cot_abs_value")."""
+    parts = ["shaped_pot_reward" if shaped else "pot_reward"]
+    if gold_field != "answer":
+        parts.append(gold_field)
+    if preset != "default":
+        parts.append(preset)
+    if mode != "pot":
+        parts.append(mode)
+    for option, value in sorted(compare.items()):
+        parts.append(option if value is True else f"{option}_{value}")
+    return re.sub(r"[^0-9A-Za-z_]+", "_", "_".join(parts))
+
+
+def _trl_rewards(
+    completions: Sequence[Any],
+    golds: Sequence[Any],
+    options: Mapping[str, Any],
+    log_extra: Any,
+    log_metric: Any,
+    label: str,
+) -> list[float | None]:
+    """TRL's rewards: None where the gold is None; the statuses logged where TRL offers its loggers."""
+    if len(completions) != len(golds):
+        raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
+    applicable = [index for index, gold in enumerate(golds) if gold is not None]
+    points = reward_points(shaped=options["shaped"])
+    compare = {key: value for key, value in options.items() if key not in ("shaped", "mode", "preset")}
+    results = score_records(
+        [completions[i] for i in applicable],
+        [golds[i] for i in applicable],
+        mode=options["mode"],
+        preset=options["preset"],
+        **compare,
+    )
+    rewards: list[float | None] = [None] * len(completions)
+    statuses, error_types = ["n/a"] * len(completions), [""] * len(completions)
+    for index, result in zip(applicable, results, strict=True):
+        rewards[index] = reward_of(result, points)
+        statuses[index], error_types[index] = str(result.status), result.error_type or ""
+    if callable(log_extra):
+        log_extra(f"{label}/status", statuses)
+        log_extra(f"{label}/error_type", error_types)
+    if callable(log_metric) and applicable:
+        for status, count in sorted(Counter(statuses[i] for i in applicable).items()):
+            log_metric(f"{label}/status/{status}", count / len(applicable))
+    return rewards
 
 
 pot_reward = make_reward_function()

@@ -55,7 +55,9 @@ def test_trl_signature() -> None:
 
 
 def test_gold_none_is_never_correct() -> None:
-    assert rewards.shaped_pot_reward(["ans = 3", "ans = 1/0"], answer=[None, None]) == [0.1, 0.0]
+    """For TRL a gold of None is "not applicable" (the reward None); scored directly, never correct."""
+    assert rewards.shaped_pot_reward(["ans = 3", "ans = 1/0"], answer=[None, None]) == [None, None]
+    assert rewards.score_completions(["ans = 3", "ans = 1/0"], [None, None], shaped=True) == [0.1, 0.0]
 
 
 def test_sandbox_stays_warm_across_calls() -> None:

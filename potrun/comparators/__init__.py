@@ -42,6 +42,7 @@ from potrun.comparators import default, docmath, longdocurl, math, mathqa, pot, 
 from potrun.comparators.golds import GSM8K_MARKER, GoldRange, gsm8k_gold, parse_range
 from potrun.comparators.longdocurl import longdocurl_score
 from potrun.comparators.preset import Preset
+from potrun.options import unknown_option
 from potrun.types import UsageError, Value, Verdict
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "PRESETS",
     "GoldRange",
     "Preset",
+    "check_compare_options",
     "compare",
     "compare_many",
     "gsm8k_gold",
@@ -78,6 +80,16 @@ def _preset_named(name: str) -> Preset:
         return PRESETS[name]
     except (KeyError, TypeError):
         raise UsageError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+
+
+def check_compare_options(preset: str, options: Mapping[str, Any], where: str, also: Sequence[str] = ()) -> None:
+    """A UsageError for an unknown preset, or for an option `preset` does not take: it names the option
+    and the closest one `preset` takes or `also` lists (the caller's own keywords, where the comparator's
+    options are passed among them: a misspelt `gold_field` must not read as a comparator option)."""
+    chosen = _preset_named(preset)
+    for name in options:
+        if name not in chosen.defaults:
+            raise unknown_option(name, [*chosen.defaults, *also], f"{where} (preset {preset!r})")
 
 
 def compare(value: Any, gold: Any, *, preset: str = "default", **options: Any) -> Verdict:

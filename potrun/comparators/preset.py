@@ -11,7 +11,8 @@ from typing import Any
 
 from potrun.budget import OverBudget, record_budget
 from potrun.comparators.golds import gsm8k_gold
-from potrun.types import PotrunError, UsageError, Value, Verdict
+from potrun.options import check_options
+from potrun.types import PotrunError, Value, Verdict
 
 __all__ = ["Preset"]
 
@@ -35,13 +36,12 @@ class Preset:
     # (a UsageError), never answers False in silence (math-verify's preset).
     main_thread_only: bool = False
 
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """A UsageError naming the first option the preset does not take, with the closest it does."""
+        check_options(sorted(options), self.defaults, f"preset {self.name!r}")
+
     def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
-        unknown = sorted(set(options) - set(self.defaults))
-        if unknown:
-            raise UsageError(
-                f"preset {self.name!r} takes no option {', '.join(unknown)}; "
-                f"it takes: {', '.join(sorted(self.defaults)) or 'none'}"
-            )
+        self.check_options(options)
         try:
             with record_budget():  # the record's, when the caller opened one: extraction and comparison
                 if isinstance(gold, str):

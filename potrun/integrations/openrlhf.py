@@ -31,10 +31,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from potrun.comparators import check_compare_options
 from potrun.extractors import response_text
+from potrun.options import check_options
 from potrun.pipeline import RecordResult
-from potrun.rewards import reward_of, reward_points, score_records
-from potrun.sandbox.api import SandboxLike
+from potrun.rewards import SANDBOX_OPTIONS, configure_if_changed, reward_of, reward_points, score_records
+from potrun.sandbox.api import SandboxConfig, SandboxLike
 from potrun.types import UsageError
 
 __all__ = ["make_reward_func", "reward_func", "reward_payload", "score_queries"]
@@ -66,12 +68,28 @@ def score_queries(
     }
 
 
+_SCORING_OPTIONS = ("shaped", "scale", "mode", "preset", "compare", "sandbox")
+
+
 def make_reward_func(**options: Any) -> Callable[..., dict[str, Any]]:
-    """A `reward_func(queries, prompts, labels, **kwargs)` for OpenRLHF, scoring with `options`
-    (those of `score_queries`); OpenRLHF's own keywords are ignored."""
+    """A `reward_func(queries, prompts, labels, **kwargs)` for OpenRLHF, scoring with `options`: those
+    of `score_queries`, and the shared sandbox's (`timeout`, `memory_mb`, `workers`, ...: `Sandbox`'s
+    keyword arguments). Any other option, or a comparator option the preset does not take, is a
+    UsageError now, naming the closest known one. OpenRLHF's own keywords at call time are ignored."""
+    check_options(options, (*_SCORING_OPTIONS, *SANDBOX_OPTIONS), "make_reward_func")
+    scoring = {name: value for name, value in options.items() if name in _SCORING_OPTIONS}
+    sandbox_options = {name: value for name, value in options.items() if name in SANDBOX_OPTIONS}
+    compare = scoring.get("compare") or {}
+    if not isinstance(compare, Mapping):
+        raise UsageError("make_reward_func: compare must be a dict of the preset's options")
+    check_compare_options(scoring.get("preset", "default"), compare, "make_reward_func: compare")
+    if sandbox_options:
+        SandboxConfig(**sandbox_options)  # checked now, not at the first reward
 
     def reward_func(queries: Sequence[str], prompts: Sequence[str | None], labels: Sequence[Any], **_: Any) -> Any:
-        return score_queries(queries, prompts, labels, **options)
+        if sandbox_options and scoring.get("sandbox") is None:
+            configure_if_changed(**sandbox_options)
+        return score_queries(queries, prompts, labels, **scoring)
 
     return reward_func
 
@@ -85,6 +103,7 @@ def reward_payload(payload: Mapping[str, Any], sandbox: SandboxLike, **options: 
     field. `options`: those of `score_queries`."""
     if not isinstance(payload, Mapping):
         raise UsageError("the body must be a JSON object with query, prompts and labels")
+    check_options(payload, ("query", "prompts", "labels"), "OpenRLHF's reward body")
     queries = _list_field(payload, "query")
     if not all(isinstance(query, str) for query in queries):
         raise UsageError("'query' must be a list of strings")

@@ -46,7 +46,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from potrun.cache import CachedSandbox, ResultCache
-from potrun.comparators import PRESETS
+from potrun.comparators import PRESETS, check_compare_options
+from potrun.options import check_options
 from potrun.pipeline import RecordResult
 from potrun.rewards import iter_records, reward_of, reward_points
 from potrun.sandbox.api import Sandbox, SandboxConfig
@@ -176,7 +177,12 @@ class Service:
     async def score(self, body: Any, request: Request) -> Response:
         try:
             completions, golds = _list(body, "completions"), _list(body, "golds")
+            check_options(body, SCORE_FIELDS, "the body of /v1/score")
             _check_preset_runs_here(body.get("preset", "default"))
+            compare_options = body.get("compare_options") or {}
+            if not isinstance(compare_options, Mapping):
+                raise UsageError("compare_options must be an object of the preset's options")
+            check_compare_options(body.get("preset", "default"), compare_options, "compare_options")
             points = _checked_points(reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale")))
             results = iter_records(
                 completions,
@@ -184,7 +190,7 @@ class Service:
                 mode=body.get("mode", "pot"),
                 preset=body.get("preset", "default"),
                 sandbox=self.cached_for(request),
-                **dict(body.get("compare_options") or {}),
+                **dict(compare_options),
             )
         except (PotrunError, TypeError, ValueError) as exc:
             return _bad_request(str(exc))
@@ -284,12 +290,14 @@ class Service:
 
     def _run_requests(self, body: Any, capped: list[str]) -> list[RunRequest]:
         programs = _list(body, "programs")
+        check_options(body, ("programs", "entry"), "the body of /v1/run")
         entry = body.get("entry")
         requests = []
         for program in programs:
             if isinstance(program, str):
                 requests.append(self.box.request(program, entry))
             elif isinstance(program, Mapping):
+                check_options(program, RUN_PROGRAM_FIELDS, "a program of /v1/run")
                 timeout, memory_mb = self.capped(program.get("timeout"), program.get("memory_mb"), capped)
                 requests.append(
                     self.box.request(
@@ -337,6 +345,11 @@ def client_namespace(request: Request) -> bytes:
     host = request.client.host if request.client is not None else ""
     credentials = request.headers.get("authorization", "")
     return hashlib.sha256(f"{credentials}\0{host}".encode("utf-8", "surrogatepass")).digest()
+
+
+# The fields of each JSON body (README, "potrun serve"): any other is a 400 naming it and the closest.
+SCORE_FIELDS = ("completions", "golds", "preset", "mode", "shaped", "scale", "compare_options")
+RUN_PROGRAM_FIELDS = ("code", "entry", "timeout", "memory_mb", "stdin", "files")
 
 
 def _result_json(result: ExecResult) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from potrun.options import unknown_option
 from potrun.types import ExecResult, Status
 
 # SandboxFusion's `Language` literal (sandbox/runners/types.py).
@@ -39,6 +40,17 @@ LANGUAGES = (
     "verilog", "python_gpu", "lean", "swift", "racket",
 )  # fmt: skip
 SUPPORTED = frozenset({"python"})
+# RunCodeRequest's fields (sandbox-fusion's client sends them all; verl's adds memory_limit_MB)
+REQUEST_FIELDS = (
+    "compile_timeout",
+    "run_timeout",
+    "memory_limit_MB",
+    "code",
+    "stdin",
+    "language",
+    "files",
+    "fetch_files",
+)
 _ENDED = frozenset({Status.OK, Status.NO_ANSWER})
 
 
@@ -69,6 +81,10 @@ def read_request(body: Any) -> RunCode:
     """The request in a JSON body, checked as SandboxFusion's pydantic model checks it."""
     if not isinstance(body, Mapping):
         raise InvalidRequest([_error("dict_type", [], "Input should be a valid dictionary", body)])
+    for name in body:  # a misspelt run_timeout must not run under the default in silence
+        if name not in REQUEST_FIELDS:
+            message = str(unknown_option(name, REQUEST_FIELDS, "SandboxFusion's RunCodeRequest"))
+            raise InvalidRequest([_error("extra_forbidden", [str(name)[:60]], message, None)])
     code = body.get("code")
     if not isinstance(code, str):
         raise InvalidRequest([_error("missing" if code is None else "string_type", ["code"], "Field required", code)])
