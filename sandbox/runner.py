@@ -210,6 +210,7 @@ class Runner:
         self._timer = CpuTimer()  # each process that runs programs arms its own (a fork: on its copy)
         self.cpu_used = 0.0  # this process's CPU time when its last program ended (time.process_time)
         self._base_depth: int | None = None  # frames below the program's, measured at its first run
+        self.last_wall_s = 0.0  # the wall time of the last program that answered
 
     def compiled(self, source: str) -> bytes:
         """A program compiled ahead, in the worker, for the fork that will run it (`adopt`), marshalled:
@@ -277,7 +278,7 @@ class Runner:
         out_of_memory = result.status is Status.MEMORY_LIMIT
         if self.warm and (unproven() is not None or out_of_memory):
             return None, out_of_memory
-        wall_s = time.perf_counter() - wall0
+        wall_s = self.last_wall_s = time.perf_counter() - wall0
         self.cpu_used = time.process_time()
         message = measured_message(
             request.id,
@@ -425,7 +426,7 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 def _shows_an_address(message: dict[str, Any]) -> bool:
     for key in ("value", "stdout", "stderr", "error"):
         text = message.get(key)
-        if text is None or type(text) in (int, float, bool):
+        if not text or type(text) in (int, float, bool):
             continue
         if _ADDRESS.search(text if type(text) is str else repr(text)):
             return True

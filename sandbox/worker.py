@@ -119,6 +119,10 @@ _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
 CPU_LIMIT_SIGNALS = frozenset({cputimer.SIGNAL, signal.SIGXCPU, signal.SIGKILL})
 CPU_CONFIRM = 0.8
 _WARM, _FORK = Isolation.WARM.value, Isolation.FORK.value  # the tiers, as a result names them
+# When a warm runner measures its own footprint (`memcg.Footprint`): after a program of this wall time or
+# more (filling memcg.WARM_MARGIN_BYTES takes longer: page faults and zeroing), and every this many.
+FOOTPRINT_AFTER_S = 0.0005
+FOOTPRINT_EVERY = 64
 
 
 class Request:
@@ -863,6 +867,7 @@ def _serve_warm(requests: int, results: int) -> None:
 
         on_unproven(stop_unproven)
         footprint = memcg.Footprint()
+        checked = 0
         reader = FrameReader()
         queue: deque[bytes] = deque()
         paused = False  # after NEEDS_FORK, until the worker's RESUME: the fork runs alone
@@ -879,8 +884,13 @@ def _serve_warm(requests: int, results: int) -> None:
                 continue
             request = request_message(queue.popleft())
             result, recycle = runner.run(request)
-            # What the program left (a heap glibc keeps, fragments) must not decide a later one's verdict.
-            recycle = recycle or footprint.over_margin()
+            # What the program left (a heap glibc keeps, fragments) must not decide a later one's verdict:
+            # looked at after a program that took long enough to have touched the margin's worth of memory
+            # (zeroing 24 MB takes longer), and every FOOTPRINT_EVERY programs for slow growth; a GSM8K
+            # program takes ~12 us, the look ~2 us. The worker looks again before each fork (the cgroup).
+            checked += 1
+            if not recycle and (runner.last_wall_s > FOOTPRINT_AFTER_S or checked % FOOTPRINT_EVERY == 0):
+                recycle = footprint.over_margin()
             if result is None:  # for a fork; after a memory verdict, this runner is replaced too
                 answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0), time.process_time())
                 if recycle:
