@@ -908,7 +908,13 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--max-body-mb", type=_positive_int, default=32, help="largest request body (413 past it)")
     serve.add_argument("--backend", default="process", choices=_backends())
     serve.add_argument("--image", default=None, help="sandbox image for --backend docker")
-    serve.add_argument("--policy", default="trusted", choices=POLICY_NAMES)
+    serve.add_argument(
+        "--policy",
+        default="trusted",
+        choices=POLICY_NAMES,
+        help="trusted (default: SandboxFusion's /run_code runs any Python, stdin and files) or restricted (the"
+        " default of potrun check and potrun.rewards: use it to score model output as they do)",
+    )
     serve.add_argument("--isolation", default=None, choices=[str(isolation) for isolation in Isolation])
     serve.add_argument(
         "--sandbox-workers", type=_positive_int, default=None, help="sandbox workers per process (default: cores)"
