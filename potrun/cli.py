@@ -434,7 +434,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from potrun.durable import STDOUT, check_output_path
+    from potrun.durable import STDOUT, OutputWriter, check_output_path
     from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, count_records, is_stream
     from potrun.report import Progress
     from potrun.validation import ValidationSummary, render_summary, validate, write_fixed_copy
@@ -470,18 +470,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     with ExitStack() as closing:
         # An interrupt closes the pools now (workers, cgroups and scratch gone), not when collected.
         closing.callback(getattr(reports, "close", lambda: None))
-        out = sys.stdout
-        if args.out and args.out != STDOUT:
-            try:
-                out = closing.enter_context(open(args.out, "w", encoding="utf-8"))
-            except OSError as exc:
-                raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
+        # Each line in one write as it comes; a full disk is exit 2 naming the path, whole lines kept.
+        out = OutputWriter(args.out or STDOUT)
+        closing.callback(out.close)
         with Progress(count_records(args.gold), enabled=not args.quiet) as progress:
             for report in reports:
                 summary.add(report)
                 progress.advance()
-                out.write(json.dumps(report.to_json()) + "\n")
-                out.flush()
+                out.write_json(report.to_json())
     summary.finish()
     if not args.quiet:
         render_summary(summary)

@@ -292,7 +292,13 @@ class OutputWriter:
         text = json.dumps(line)  # serialized once: the digest is of this text
         if self.digests is not None:
             tail[DIGEST] = self.digests.line_digest(text)
-        data = (text[:-1] + ", " + json.dumps(tail)[1:] + "\n").encode()
+        self._write_line((text[:-1] + ", " + json.dumps(tail)[1:] + "\n").encode())
+
+    def write_json(self, data: Mapping[str, Any]) -> None:
+        """One line of any JSON object (`potrun validate`'s reports)."""
+        self._write_line((json.dumps(data) + "\n").encode())
+
+    def _write_line(self, data: bytes) -> None:
         view = memoryview(data)
         try:
             while view:
