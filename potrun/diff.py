@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from potrun.records import read_records
+from potrun.report import inert
 from potrun.stats import Estimate, mcnemar_exact_p, proportion
 from potrun.types import BadRecord, InputError
 
@@ -154,8 +155,8 @@ def _estimate(estimate: Estimate) -> str:
 
 def _change_line(change: Change) -> str:
     return (
-        f"  line {change.line} (id {_shown(change.id)}): A {_shown(change.value_a)} ({change.status_a}), "
-        f"B {_shown(change.value_b)} ({change.status_b}), gold {_shown(change.gold)}"
+        f"  line {change.line} (id {_shown(change.id)}): A {_shown(change.value_a)} ({inert(str(change.status_a))}), "
+        f"B {_shown(change.value_b)} ({inert(str(change.status_b))}), gold {_shown(change.gold)}"
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from potrun.pipeline import RecordResult
 from potrun.records import read_records
-from potrun.report import Summary, flat_items
+from potrun.report import Summary, flat_items, inert
 from potrun.types import BadRecord, InputError
 
 AS_RUN = "as run"  # the preset's name without a summary: an --out line with one verdict does not name it
@@ -245,8 +245,9 @@ def _md_row(cells: Sequence[str]) -> str:
 
 
 def _md(text: str) -> str:
-    """Text safe in a markdown table cell: no line breaks, pipes and markup escaped, no raw HTML."""
-    text = " ".join(text.split())
+    """Text safe in a markdown table cell: no line breaks, pipes and markup escaped, no raw HTML, no
+    character that acts on a terminal that shows the file (`potrun.report.inert`)."""
+    text = inert(" ".join(text.split()))
     for char in "\\|*_`[]<>#":
         text = text.replace(char, "\\" + char)
     return text
@@ -301,7 +302,7 @@ def _html_cell(column: str, text: str) -> str:
 
 
 def _h(text: str) -> str:
-    return html.escape(text, quote=True)
+    return html.escape(inert(text), quote=True)
 
 
 # -- charts (matplotlib, the `report` extra) ------------------------------------------------------------------
@@ -310,10 +311,17 @@ def _h(text: str) -> str:
 def _charts(report: Report) -> list[str]:
     """The charts as inline SVG elements."""
     plt = _pyplot()
+    with plt.rc_context({"text.parse_math": False, "text.usetex": False}):  # labels literal (`_label`)
+        return _charts_literal(plt, report)
+
+
+def _charts_literal(plt: Any, report: Report) -> list[str]:
     summary = report.summary
     charts = [_accuracy_chart(plt, "accuracy by preset", _preset_bars(summary))]
     charts += [
-        _accuracy_chart(plt, f"accuracy by {name}", [(key, g["accuracy"], g["ci95"]) for key, g in _largest(groups)])
+        _accuracy_chart(
+            plt, f"accuracy by {_label(name)}", [(key, g["accuracy"], g["ci95"]) for key, g in _largest(groups)]
+        )
         for name, groups in summary.get("by", {}).items()
     ]
     charts.append(_counts_chart(plt, "records by status", summary.get("status_counts", {})))
@@ -392,6 +400,9 @@ def _histogram(plt: Any, title: str, seconds: list[float]) -> Any:
 
 
 def _label(text: str) -> str:
+    """A chart's label: inert, cut short, and drawn literally (`_charts` turns mathtext off: "$x$" from
+    a program's error type is shown as written, never parsed, nor able to stop the report)."""
+    text = inert(text)
     return text if len(text) <= 28 else text[:25] + "..."
 
 

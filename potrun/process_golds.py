@@ -28,12 +28,14 @@ programs.
 
 from __future__ import annotations
 
+import ast
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from potrun.extractors import find_numbers
+from potrun.extractors import extract_program, find_numbers
 from potrun.scoring import ChecklistItem, check_checklist
 from potrun.types import Entry, ExecResult, InputError, Isolation, Status, Value, json_safe
 
@@ -54,6 +56,7 @@ __all__ = [
 ]
 
 MAX_TEXT_NUMBERS = 10_000  # numbers read from one chain-of-thought output
+MAX_PROGRAM_CHARS = 100_000  # a program read for its literal containers (`listed_literals`)
 MAX_LITERAL_DEPTH = 16
 CHECKER_ENTRY = Entry.ANS
 CHECKER_POLICY = "trusted"  # a checker is gold code, like a gold program
@@ -68,6 +71,9 @@ class ProcessGold:
     checklist_specs: tuple[Any, ...] = ()  # the items as written, for `checklist_missing`
     checker: str | None = None  # the checker's source
     text_numbers: tuple[float, ...] | None = None  # numbers of the first sample, when it is chain of thought
+    # Numbers a program only wrote inside a literal list, tuple, set or dict (candidates it holds, not
+    # values it computed): not evidence for a checklist (`listed_literals`).
+    listed: frozenset[float] = frozenset()
 
 
 class ProcessGoldError(InputError):
@@ -102,7 +108,8 @@ def read_process_gold(
         assert checker_field is not None
         raise ProcessGoldError(checker_field, "must be the source of a program that defines check(answer)")
     numbers = observed_in_text(first_output) if items is not None and first_mode == "cot" else None
-    return ProcessGold(items, tuple(specs) if specs is not None else (), checker, numbers)
+    listed = listed_literals(first_output) if items is not None and first_mode != "cot" else frozenset()
+    return ProcessGold(items, tuple(specs) if specs is not None else (), checker, numbers, listed)
 
 
 def _read_checklist(specs: Any, field_name: str) -> tuple[ChecklistItem, ...]:
@@ -117,13 +124,48 @@ def _read_checklist(specs: Any, field_name: str) -> tuple[ChecklistItem, ...]:
     return tuple(items)
 
 
+def listed_literals(output: str) -> frozenset[float]:
+    """The numbers the output's program writes only as elements of a literal list, tuple, set or dict
+    (`cands = [12.5, 13.0, ...]`): what it holds without computing it. A number also written elsewhere
+    (`x = 12.5`, `y = x * 2 + 12.5`) is not among them. Bounded: a program over MAX_PROGRAM_CHARS is
+    not read (its captured values still face the spray limit)."""
+    program = extract_program(output).source
+    if program is None or len(program) > MAX_PROGRAM_CHARS:
+        return frozenset()
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    listed: set[float] = set()
+    elsewhere: set[float] = set()
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, inside = stack.pop()
+        constant = node.value if isinstance(node, ast.Constant) else None
+        if type(constant) in (int, float) and abs(constant) < 1e300:  # type: ignore[arg-type]
+            (listed if inside else elsewhere).add(float(constant))  # type: ignore[arg-type]
+        container = isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict))
+        stack.extend((child, inside or container) for child in ast.iter_child_nodes(node))
+    return frozenset(listed - elsewhere)
+
+
+# A number in an enumeration ("0, 1, 2, 3, ...") is listed, not stated: at least LISTED_RUN numbers in a
+# row with nothing but separators between them are not evidence for a checklist item.
+LISTED_RUN = 4
+_SEPARATORS = frozenset(" \t\n,;、，；/|")
+
+
 def observed_in_text(text: str) -> tuple[float, ...]:
     """The numbers written in a chain-of-thought output: each as written ("12.5%" is 12.5) and, when
-    it carries a percent sign or a scale word, also scaled (0.125; "3.5 million" is 3500000)."""
+    it carries a percent sign or a scale word, also scaled (0.125; "3.5 million" is 3500000). Numbers
+    in an enumeration (LISTED_RUN or more in a row, only separators between them) are left out: a
+    statement ties a value to a step, a list of candidates ties it to nothing."""
+    spans = list(itertools.islice(find_numbers(text), MAX_TEXT_NUMBERS))
+    listed = _enumerated(text, [(start, end) for start, end, _ in spans])
     found: dict[float, None] = {}
-    for count, (_, _, parsed) in enumerate(find_numbers(text)):
-        if count >= MAX_TEXT_NUMBERS:
-            break
+    for count, (_, _, parsed) in enumerate(spans):
+        if count in listed:
+            continue
         try:
             numbers = (float(parsed.value), float(parsed.scaled()))
         except (ArithmeticError, ValueError):
@@ -132,6 +174,19 @@ def observed_in_text(text: str) -> tuple[float, ...]:
             if math.isfinite(number):
                 found[number] = None
     return tuple(found)
+
+
+def _enumerated(text: str, spans: list[tuple[int, int]]) -> set[int]:
+    """The positions (in `spans`) of numbers in a run of LISTED_RUN or more with only separators between."""
+    listed: set[int] = set()
+    run_start = 0
+    for k in range(1, len(spans) + 1):
+        joined = k < len(spans) and all(ch in _SEPARATORS for ch in text[spans[k - 1][1] : spans[k][0]])
+        if not joined:
+            if k - run_start >= LISTED_RUN:
+                listed.update(range(run_start, k))
+            run_start = k
+    return listed
 
 
 # -- checklists ------------------------------------------------------------------------------------------
@@ -143,9 +198,12 @@ def checklist_outcome(
     """(passed, the items missing as written) for the first sample: its captured numbers for a
     program, the numbers in its text for chain of thought. `rel_tol`: the comparator's, when given."""
     assert process.checklist is not None
-    observed = (process.text_numbers or ()) if mode == "cot" else (outcome.captured or ())
+    if mode == "cot":
+        observed: tuple[float, ...] = process.text_numbers or ()
+    else:  # what the program computed: not the candidates it only wrote into a literal container
+        observed = tuple(x for x in outcome.captured or () if x not in process.listed)
     tolerance = {} if rel_tol is None else {"rel_tol": rel_tol}
-    verdict = check_checklist(observed, process.checklist, **tolerance)
+    verdict = check_checklist(observed, process.checklist, **tolerance, reject_spray=True)
     written = zip(process.checklist_specs, process.checklist, strict=True)
     missing = [spec for spec, item in written if item in verdict.missing]
     return verdict.passed, missing

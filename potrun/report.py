@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 import sys
 import time
 from array import array
@@ -331,81 +332,104 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     table = Table(title="potrun check", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column(justify="right")
+
+    def add_row(label: str, value: str) -> None:  # every cell inert: error types and ids are a program's
+        table.add_row(_cell(label), _cell(value))
+
     for preset in summary.presets:
-        table.add_row(*_accuracy_row(summary, preset))
+        add_row(*_accuracy_row(summary, preset))
     if summary.sample_records and summary.graded:
         for preset in summary.presets:
-            table.add_row(
+            add_row(
                 f"first sample ({preset})",
                 f"{summary.correct[preset] / summary.graded:.4f}  ({summary.correct[preset]}/{summary.graded})",
             )
     score = summary.score_estimate()
     if score is not None:
-        table.add_row("mean score", f"{score.value:.4f}  {_interval(score)}")
+        add_row("mean score", f"{score.value:.4f}  {_interval(score)}")
     if summary.checklist_records:
-        table.add_row(
+        add_row(
             "accuracy + checklist",
             f"{summary.checklist_accuracy():.4f}  "
             f"({summary.checklist_correct}/{summary.checklist_records} with a checklist)",
         )
-    table.add_row("execution rate", f"{summary.execution_rate:.4f}")
+    add_row("execution rate", f"{summary.execution_rate:.4f}")
     no_gold = f" + {summary.no_gold} no gold" if summary.no_gold else ""
-    table.add_row(
+    add_row(
         "records",
         f"{summary.total} = {summary.scored} scored + {summary.skipped} skipped + {summary.bad_record} bad{no_gold}",
     )
     for status, count in summary.status_counts.most_common():
         note = f"  ({', '.join(f'{k} {v}' for k, v in summary.timeouts.items())})" if status == "timeout" else ""
-        table.add_row(f"  {status}", f"{count}{note}")
+        add_row(f"  {status}", f"{count}{note}")
     if summary.scored > summary.graded:
-        table.add_row("not graded", f"{summary.scored - summary.graded} (run, but no gold to compare with)")
+        add_row("not graded", f"{summary.scored - summary.graded} (run, but no gold to compare with)")
     if summary.isolation_counts:
-        table.add_row("tiers", ", ".join(f"{k} {v}" for k, v in summary.isolation_counts.most_common()))
+        add_row("tiers", ", ".join(f"{k} {v}" for k, v in summary.isolation_counts.most_common()))
     if summary.extraction_counts:
-        table.add_row("extraction", ", ".join(f"{k} {v}" for k, v in summary.extraction_counts.most_common()))
+        add_row("extraction", ", ".join(f"{k} {v}" for k, v in summary.extraction_counts.most_common()))
     if summary.error_type_counts:
-        table.add_row("error types", ", ".join(f"{k} {v}" for k, v in summary.error_type_counts.most_common(6)))
+        add_row("error types", ", ".join(f"{k} {v}" for k, v in summary.error_type_counts.most_common(6)))
     for name, groups in data.get("by", {}).items():
         largest = sorted(groups.items(), key=lambda item: -item[1]["n"])  # the largest groups first
         for key, group in largest[:TABLE_GROUPS]:
             low, high = group["ci95"]
-            table.add_row(
+            add_row(
                 f"  {name} = {_shown(key)}",
                 f"{group['accuracy']:.4f}  ({group['correct']}/{group['n']})  95% CI [{low:.4f}, {high:.4f}]",
             )
         if len(groups) > TABLE_GROUPS:
-            table.add_row(f"  {name}", f"... {len(groups) - TABLE_GROUPS} more values (--summary-json has all)")
+            add_row(f"  {name}", f"... {len(groups) - TABLE_GROUPS} more values (--summary-json has all)")
     if "samples" in data:
         samples = data["samples"]
-        table.add_row(
+        add_row(
             "pass@k",
             ", ".join(
                 f"@{k} {e.value:.4f} [{e.low:.4f}, {e.high:.4f}]" for k, e in summary.pass_at_k_estimates().items()
             ),
         )
-        table.add_row("majority vote", f"{samples['majority_accuracy']:.4f}")
-        table.add_row("samples executed", f"{samples['executed_fraction']:.4f}")
+        add_row("majority vote", f"{samples['majority_accuracy']:.4f}")
+        add_row("samples executed", f"{samples['executed_fraction']:.4f}")
     for name, value in flat_items(summary.metrics, separator=" "):
-        table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+        add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
     for item in data["slowest"][:3]:
-        table.add_row("slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}")
-    table.add_row("throughput", f"{data['programs_per_s']:.0f} records/s in {data['elapsed_s']:.1f} s")
+        add_row("slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}")
+    add_row("throughput", f"{data['programs_per_s']:.0f} records/s in {data['elapsed_s']:.1f} s")
     for key in ("policy", "backend", "isolation", "workers", "engine", "cache_hits"):
         if key in data:
-            table.add_row(key, str(data[key]))
+            add_row(key, str(data[key]))
     for role, identity in data["run"].get("inputs", {}).items():
         digest = f"sha256 {identity['sha256'][:16]}..." if identity["sha256"] else identity.get("reason", "")
-        table.add_row(f"input ({role})", f"{_shown(identity['path'])}  {digest}")
+        add_row(f"input ({role})", f"{_shown(identity['path'])}  {digest}")
     if "machine" in data["run"]:
         machine = data["run"]["machine"]
-        table.add_row(
+        add_row(
             "run",
             f"potrun {data['run']['potrun_version']}, Python {machine['python']}, numpy {machine['numpy']}, "
             f"{machine['cores']} cores, {data['run']['started_at']} to {data['run']['ended_at']}",
         )
     console.print(table)
     for line, message in summary.bad_lines:
-        console.print(f"[yellow]bad record[/] line {line}: {message}")
+        console.print(f"[yellow]bad record[/] line {line}: {_cell(message)}")
+
+
+# Characters that act rather than show: C0 and C1 controls (ESC starts a terminal's escape sequences:
+# clear the screen, move the cursor, rewrite a line), DEL, zero-width and direction marks and overrides
+# (U+202E shows a text backwards), line and paragraph separators, the byte-order mark.
+_ACTING = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def inert(text: str) -> str:
+    """Text a program or an input file chose, as a terminal or a document shows it: every character
+    that acts (`_ACTING`) written as its escape (`\\x1b`, `\\u202e`), nothing else changed."""
+    return _ACTING.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _cell(value: Any) -> str:
+    """A table cell: inert, and no rich markup ("[bold]" from a program is shown, not applied)."""
+    from rich.markup import escape
+
+    return escape(inert(str(value)))
 
 
 def _accuracy_row(summary: Summary, preset: str) -> tuple[str, str]:
@@ -435,11 +459,9 @@ def _interval(estimate: Estimate) -> str:
 
 
 def _shown(text: str) -> str:
-    """A value from the input as the table shows it: no markup, no control characters, cut short."""
-    from rich.markup import escape
-
+    """A value from the input as the table shows it, cut short (the table makes it inert: `_cell`)."""
     text = json.dumps(text)[1:-1] if any(ch < " " for ch in text) else text
-    return escape(text if len(text) <= 40 else text[:37] + "...")
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class Progress:

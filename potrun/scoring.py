@@ -197,6 +197,7 @@ class ChecklistResult:
 
     passed: bool
     missing: tuple[ChecklistItem, ...]
+    spray: bool = False  # refused whole: far more distinct values than the checklist could need
 
     def __bool__(self) -> bool:
         return bool(self.passed)  # `if check_checklist(...):` asks whether it passed
@@ -222,11 +223,26 @@ def _present_as_written(item: ChecklistItem, observed: Sequence[float], rel_tol:
     )
 
 
+# Evidence that is a spray does not pass: a checklist of k items needs at most k values, and a
+# reasoning that computes them shows some more (its givens, its steps); one that shows more distinct
+# values than SPRAY_FLOOR and SPRAY_PER_ITEM per item allow (a program holding list(range(1000)), a
+# chain of thought that lists 0..999) would pass any checklist by saying every number.
+SPRAY_FLOOR = 64
+SPRAY_PER_ITEM = 16
+
+
+def spray_limit(items: int) -> int:
+    """The most distinct observed values a checklist of `items` items accepts as evidence."""
+    return max(SPRAY_FLOOR, SPRAY_PER_ITEM * items)
+
+
 def check_checklist(
     observed_numbers: Iterable[float],
     checklist: Sequence[ChecklistItem | float | Mapping[str, Any] | str],
     rel_tol: float = DEFAULTS.rel_tol,
     abs_tol: float = DEFAULTS.abs_tol,
+    *,
+    reject_spray: bool = False,
 ) -> ChecklistResult:
     """Check that each required intermediate value appears among `observed_numbers`.
 
@@ -234,7 +250,8 @@ def check_checklist(
     (math.isclose; the default comparator's tolerance unless given), or inside its inclusive range,
     as written or multiplied out of its scale (`ChecklistItem.scale_factor`).
     Items are checked independently: one observed number may satisfy several items. bools and NaN
-    among the observed numbers are ignored.
+    among the observed numbers are ignored. `reject_spray`: more distinct observed values than
+    `spray_limit` allows fail the whole checklist (`spray`), whatever they contain.
     """
     observed = []
     for o in observed_numbers:
@@ -246,6 +263,8 @@ def check_checklist(
             if not math.isnan(f):
                 observed.append(f)
     items = [ChecklistItem.from_spec(spec) for spec in checklist]
+    if reject_spray and items and len(set(observed)) > spray_limit(len(items)):
+        return ChecklistResult(passed=False, missing=tuple(items), spray=True)
     missing = tuple(item for item in items if not _present(item, observed, rel_tol, abs_tol))
     return ChecklistResult(passed=not missing, missing=missing)
 
