@@ -89,7 +89,7 @@ class Service:
         self.box = Sandbox.from_config(config.sandbox)
         self.cached = CachedSandbox(self.box)
         self.admission = Admission(config.queue_limit)
-        self.metrics = Metrics()
+        self.metrics = Metrics(lambda: (self.admission.depth, self.admission.limit, self.admission.refused))
 
     # -- the routes ------------------------------------------------------------------------------------
 
