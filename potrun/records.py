@@ -6,6 +6,8 @@ Formats, detected by their first bytes (so a pipe is detected too), and by suffi
 - either of them compressed with gzip (`.jsonl.gz`, `.json.gz`) or zstd (`.zst`, the `zstd` extra);
 - Parquet (`.parquet`, the `parquet` extra): read in batches, each row a record, its row number (from
   1) as its line. A Parquet file needs seeking (its index is at the end): a path, not a pipe.
+- Arrow (pyarrow, the `parquet` extra): an `.arrow` file (IPC stream or file format), or the folder HF
+  datasets' `save_to_disk` writes (its state.json lists its data-*.arrow files), rows as for Parquet.
 
 `-` is standard input. Each record comes with its line number (for a JSON array, the line where the
 element starts), so every message about a bad record can say where it is.
@@ -51,9 +53,15 @@ MAX_LINE_BYTES = 16 << 20  # a line (or a JSON array element) longer than this i
 MAX_DEPTH = 64  # JSON nesting deeper than this is a bad record: later code recurses over values
 PARQUET_BATCH = 1024
 _MISSING = object()
+WILDCARD = "*"  # a field path's step for every element of a list: `choices.*.message.content`
 _decoder = json.JSONDecoder()
 
 GZIP_MAGIC, ZSTD_MAGIC, PARQUET_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1"
+# Arrow IPC: the file format (Feather v2) opens with "ARROW1"; the stream format, which HF datasets'
+# save_to_disk writes (data-00000-of-00001.arrow), with a message's continuation marker
+ARROW_FILE_MAGIC, ARROW_STREAM_MAGIC = b"ARROW1", b"\xff\xff\xff\xff"
+ARROW_MAGICS = (ARROW_FILE_MAGIC, ARROW_STREAM_MAGIC)
+MAX_STATE_BYTES = 1 << 20  # an HF folder's state.json: a list of file names
 EXTRAS = {"zstd": ("zstandard", "zstd"), "parquet": ("pyarrow", "parquet")}  # format: (module, extra)
 
 
@@ -71,6 +79,10 @@ def read_records(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES) -> I
     only when the first record is asked for (its writer may be waiting for our output to open)."""
     if str(path) != STDIN and str(path).endswith(".parquet"):
         return _read_parquet(path)
+    if str(path) != STDIN and os.path.isdir(path):
+        return _read_arrow(_dataset_files(Path(path)))
+    if str(path) != STDIN and str(path).endswith(".arrow"):
+        return _read_arrow([Path(path)])
     raw = _open(path)
     if is_stream(path):
         return _read_detected(raw, path, max_line_bytes)
@@ -108,6 +120,8 @@ def count_records(path: str | Path) -> int | None:
             head = handle.read(CHUNK)
             if head.startswith(PARQUET_MAGIC) or str(path).endswith(".parquet"):
                 return _parquet_rows(path)
+            if head.startswith(ARROW_MAGICS) or str(path).endswith(".arrow"):
+                return None
             if head.startswith((GZIP_MAGIC, ZSTD_MAGIC)) or head.lstrip()[:1] == b"[":
                 return None
             count, last = head.count(b"\n"), head[-1:] or b"\n"
@@ -151,7 +165,10 @@ def field_value(data: Any, path: str, default: Any = _MISSING) -> Any:
     Each step is a key of an object or an integer index of a list (negative counts from the end). At
     each object the longest run of remaining steps that is itself a key is tried first, so a literal
     key with dots in it (`"doc.answer"`) wins over the path through `doc`; when that branch does not
-    resolve, shorter keys are tried. `default` (a private marker unless given) when nothing resolves."""
+    resolve, shorter keys are tried. A step `*` takes every element of a list (every value of an
+    object without a key "*"): the value is the list of what the rest of the path gives under each,
+    several samples (`choices.*.message.content`, lm-eval's `resps.*.0`). `default` (a private marker
+    unless given) when nothing resolves."""
     found = _resolve(data, path.split(".")) if path else _MISSING
     return default if found is _MISSING and default is not _MISSING else found
 
@@ -203,6 +220,8 @@ def likely_output_path(data: Any, limit: int = MAX_DEPTH) -> str | None:
 def _resolve(node: Any, steps: list[str]) -> Any:
     if not steps:
         return node
+    if steps[0] == WILDCARD and (isinstance(node, list) or (isinstance(node, dict) and WILDCARD not in node)):
+        return _resolve_each(node, steps[1:])
     if isinstance(node, dict):
         for cut in range(len(steps), 0, -1):
             key = ".".join(steps[:cut])
@@ -216,6 +235,15 @@ def _resolve(node: Any, steps: list[str]) -> Any:
         if -len(node) <= index < len(node):
             return _resolve(node[index], steps[1:])
     return _MISSING
+
+
+def _resolve_each(node: list[Any] | dict[str, Any], steps: list[str]) -> Any:
+    """`*`: the rest of the path under each element (or value), as a list of those that resolve (a
+    field of several samples: `choices.*.message.content`); missing when none does."""
+    children = node if isinstance(node, list) else list(node.values())
+    found = [_resolve(child, steps) for child in children]
+    kept = [value for value in found if value is not _MISSING]
+    return kept if kept else _MISSING
 
 
 def _is_index(step: str) -> bool:
@@ -617,6 +645,84 @@ def _parquet_rows(path: str | Path) -> int | None:
         return int(_parquet_file(path).metadata.num_rows)
     except InputError:
         return None
+
+
+# -- Arrow: HF datasets' save_to_disk folders and .arrow files ---------------------------------------------
+
+
+def _dataset_files(folder: Path) -> list[Path]:
+    """The .arrow files of an HF `save_to_disk` folder, in its order (state.json's `_data_files`);
+    a folder that is not one is an InputError that says what it is."""
+    state = folder / "state.json"
+    if not state.is_file():
+        if (folder / "dataset_dict.json").is_file():
+            splits = sorted(entry.name for entry in folder.iterdir() if (entry / "state.json").is_file())
+            raise InputError(
+                f"cannot read {folder}: an HF DatasetDict saved with save_to_disk; give one split's folder "
+                f"({', '.join(str(folder / split) for split in splits[:10]) or 'none found'})"
+            )
+        raise InputError(
+            f"cannot read {folder}: it is a directory (an HF save_to_disk folder has a state.json; "
+            "give a file, or such a folder)"
+        )
+    try:
+        with state.open("rb") as handle:
+            listed = json.loads(handle.read(MAX_STATE_BYTES).decode("utf-8"))["_data_files"]
+        names = [entry["filename"] for entry in listed]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"cannot read {state}: not an HF datasets state.json ({_reason(exc)})") from None
+    files = []
+    for name in names:  # names from the file: each must be a plain .arrow file of this folder
+        if not isinstance(name, str) or Path(name).name != name or not name.endswith(".arrow"):
+            raise InputError(f"{state} lists {str(name)[:80]!r}, not an .arrow file of {folder}")
+        files.append(folder / name)
+    if not files:
+        raise InputError(f"{state} lists no data file")
+    return files
+
+
+def _arrow_reader(path: Path) -> tuple[Any, Any]:
+    """(the memory map, an iterator of its record batches) of an Arrow IPC file or stream."""
+    _extra("parquet", path)  # pyarrow
+    import pyarrow as pa
+    import pyarrow.ipc
+
+    try:
+        source = pa.memory_map(str(path), "r")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if source.read(len(ARROW_FILE_MAGIC)) == ARROW_FILE_MAGIC:
+            source.seek(0)
+            reader = pyarrow.ipc.open_file(source)
+            return source, (reader.get_batch(i) for i in range(reader.num_record_batches))
+        source.seek(0)
+        return source, iter(pyarrow.ipc.open_stream(source))
+    except Exception as exc:  # pyarrow's ArrowInvalid: not Arrow IPC
+        source.close()
+        raise InputError(f"cannot read {path} as Arrow (IPC file or stream): {_reason(exc)}") from None
+
+
+def _read_arrow(paths: list[Path]) -> Iterator[Record | BadRecord]:
+    first = _arrow_reader(paths[0])  # now: a missing file or extra is an InputError before any record
+    return _arrow_records(paths, first)
+
+
+def _arrow_records(paths: list[Path], first: tuple[Any, Any]) -> Iterator[Record | BadRecord]:
+    """Each row of each file in order, numbered from 1 across the files; a file that breaks midway is
+    one last bad record where it broke."""
+    number = 0
+    for index, path in enumerate(paths):
+        source, batches = first if index == 0 else _arrow_reader(path)
+        with source:
+            try:
+                for batch in batches:
+                    for row in batch.to_pylist():
+                        number += 1
+                        yield as_record(plain(row), number)
+            except Exception as exc:  # a truncated or corrupt batch
+                yield BadRecord(number + 1, f"{path.name} cannot be read past row {number}: {_reason(exc)}")
+                return
 
 
 def _read_parquet(path: str | Path) -> Iterator[Record | BadRecord]:

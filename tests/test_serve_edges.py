@@ -106,3 +106,46 @@ def test_the_known_fields_still_run(service: Served) -> None:
     score = {"completions": ["ans = 72"], "golds": ["72"], "preset": "pot", "compare_options": {"abs_value": True}}
     lines = httpx.post(f"{service.url}/v1/score", json=score, timeout=60).text.splitlines()
     assert len(lines) == 1 and '"reward": 1.0' in lines[0]
+
+
+# -------------------------------------------------------------------------------- item 6: serve's edges
+
+
+def test_serve_says_where_it_listens() -> None:
+    served = serve("--sandbox-workers", "1")
+    port = served.url.rsplit(":", 1)[1]
+    err = stop(served)
+    assert f"potrun serve: listening on http://127.0.0.1:{port}" in err
+    assert "policy trusted" in err
+
+
+def metric(text: str, name: str) -> float:
+    """A sample's value in Prometheus' text ("name value" or "name{labels} value")."""
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line == name:
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} not in /metrics:\n{text}")
+
+
+def test_metrics_count_the_whole_service_under_several_processes() -> None:
+    """`--workers 2`: a scrape reaches either process, and each reports every process's programs
+    (per-process counters made the totals jump between scrapes)."""
+    pytest.importorskip("prometheus_client", reason="the serve extra: pip install 'potrun[serve]'")
+    served = serve("--sandbox-workers", "1", "--workers", "2")
+    try:
+        pids = set()
+        runs = 12
+        for index in range(runs):  # a new connection each: the kernel hands it to either process
+            with httpx.Client(timeout=60) as client:
+                answer = client.post(f"{served.url}/v1/run", json={"programs": [f"ans = {index}"]})
+                assert answer.status_code == 200
+                pids.add(client.get(f"{served.url}/health").json()["pid"])
+        for _ in range(8):
+            with httpx.Client(timeout=60) as client:
+                text = client.get(f"{served.url}/metrics").text
+            assert metric(text, 'potrun_programs_total{status="ok"}') == runs
+            assert metric(text, 'potrun_requests_total{route="/v1/run"}') == runs
+            assert metric(text, "potrun_queue_limit") == 2 * 4096  # both live processes' limits
+            assert metric(text, "potrun_queue_depth") == 0
+    finally:
+        stop(served)

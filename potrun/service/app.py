@@ -102,7 +102,7 @@ class Service:
         self.box = Sandbox.from_config(config.sandbox)
         self.cache = ResultCache()  # one LRU, its keys prefixed by the client's (`cached_for`)
         self.admission = Admission(config.queue_limit)
-        self.metrics = Metrics()
+        self.metrics = Metrics(lambda: (self.admission.depth, self.admission.limit, self.admission.refused))
         limits = config.sandbox.limits
         self.max_timeout_s = config.max_timeout_s if config.max_timeout_s is not None else limits.timeout_s
         self.max_memory_mb = config.max_memory_mb if config.max_memory_mb is not None else limits.memory_mb

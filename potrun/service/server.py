@@ -6,10 +6,14 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
+import sys
+import tempfile
 
 import uvicorn
 
 from potrun.service.app import CONFIG_ENVIRONMENT, ServiceConfig, make_app
+from potrun.service.metrics import MULTIPROCESS_ENV
 from potrun.types import UsageError
 
 
@@ -46,8 +50,28 @@ def serve(
     them through the environment variable POTRUN_SERVE_CONFIG)."""
     check_exposure(host, config.token)
     options = {"host": host, "port": port, "log_level": "warning", "timeout_graceful_shutdown": shutdown_timeout}
+    announce(host, port, processes, config)
     if processes == 1:
         uvicorn.run(make_app(config), **options)  # type: ignore[arg-type]
         return
     os.environ[CONFIG_ENVIRONMENT] = json.dumps(config.to_json())
-    uvicorn.run("potrun.service.app:app_from_environment", factory=True, workers=processes, **options)  # type: ignore[arg-type]
+    own_folder = MULTIPROCESS_ENV not in os.environ  # the user's own folder is the user's to clear
+    if own_folder:  # the processes' metrics meet here (potrun.service.metrics), a fresh folder each run
+        os.environ[MULTIPROCESS_ENV] = tempfile.mkdtemp(prefix="potrun-metrics-")
+    try:
+        uvicorn.run("potrun.service.app:app_from_environment", factory=True, workers=processes, **options)  # type: ignore[arg-type]
+    finally:
+        if own_folder:
+            shutil.rmtree(os.environ.pop(MULTIPROCESS_ENV), ignore_errors=True)
+
+
+def announce(host: str, port: int, processes: int, config: ServiceConfig) -> None:
+    """Say where the service listens, on stderr (uvicorn's own messages are silenced)."""
+    shown = f"[{host}]" if ":" in host else host
+    workers = "" if processes == 1 else f", {processes} processes"
+    print(
+        f"potrun serve: listening on http://{shown}:{port}{workers} (policy {config.sandbox.policy}, "
+        f"{'token required' if config.token else 'no token'}); GET /health, /metrics; Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
