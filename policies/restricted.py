@@ -259,11 +259,12 @@ def _params_call(names: list[str]) -> ast.expr:
 # attribute hooks (__getattr__, __setattr__...: numpy asks an object for __array_interface__), the copy
 # and pickle hooks (__reduce_ex__, __getstate__, __setstate__, __copy__...: copy rebuilds any object from
 # them), numpy's and the buffer protocols, descriptors and class hooks (__get__, __set_name__,
-# __init_subclass__, __class_getitem__, __new__, __del__), __slots__.
+# __init_subclass__, __class_getitem__, __new__, __del__), __slots__, and the conversions (__float__,
+# __int__, __index__, __complex__: a value's conversion must never run the program's code).
 _SPECIAL_METHOD_NAMES = """
     init repr str format hash bool len iter next reversed contains getitem setitem delitem missing call
-    enter exit post_init eq ne lt le gt ge neg pos abs invert int float complex index round trunc floor
-    ceil add sub mul matmul truediv floordiv mod divmod pow lshift rshift and xor or
+    enter exit post_init eq ne lt le gt ge neg pos abs invert round trunc floor ceil
+    add sub mul matmul truediv floordiv mod divmod pow lshift rshift and xor or
     radd rsub rmul rmatmul rtruediv rfloordiv rmod rdivmod rpow rlshift rrshift rand rxor ror
     iadd isub imul imatmul itruediv ifloordiv imod ipow ilshift irshift iand ixor ior
 """
@@ -714,7 +715,9 @@ class Guards:
         numpy._core._methods): CPython routes it through the `__import__` of the frame on top, the
         program's. The module goes back to the library, not to the program; it passes when it stays
         inside an allowlisted package or is a helper that allowlisted C modules import by name."""
-        if not (module_allowed(name.partition(".")[0], self.spec.allowed_modules) or name in IMPLICIT_IMPORTS):
+        top = name.partition(".")[0]
+        if top == "sys" or not (module_allowed(top, self.spec.allowed_modules) or name in IMPLICIT_IMPORTS):
+            # (sys is allowed to a program's own import, for its listed members only.)
             raise self.refuse("forbidden_import", f"import of {name!r} is not allowed")
         return __import__(name, None, None, fromlist or (), 0)
 

@@ -284,6 +284,8 @@ ELSEWHERE = {
     "potrun check PREDS --engine ray [--ray-address ADDR] [--ray-actors N] [--workers W]": CLUSTER,
     "python bench/scale.py --ray-records 50000": CLUSTER,
     "python bench/parent_memory.py": LONG,
+    "python bench/idiom_corpus.py": "runs 2,545 programs in forks (minutes); tests/test_idioms.py asserts the same"
+    " refused set (the PoT part with -m slow)",
     "python bench/kill_latency.py": LONG,
     "python bench/seccomp_cost.py --compare-with OLD.py": LONG,
     "python bench/syscalls.py": LONG,
