@@ -471,13 +471,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         # An interrupt closes the pools now (workers, cgroups and scratch gone), not when collected.
         closing.callback(getattr(reports, "close", lambda: None))
         # Each line in one write as it comes; a full disk is exit 2 naming the path, whole lines kept.
-        out = OutputWriter(args.out or STDOUT)
-        closing.callback(out.close)
+        out = OutputWriter(args.out) if args.out and args.out != STDOUT else None
+        if out is not None:
+            closing.callback(out.close)
         with Progress(count_records(args.gold), enabled=not args.quiet) as progress:
             for report in reports:
                 summary.add(report)
                 progress.advance()
-                out.write_json(report.to_json())
+                if out is not None:
+                    out.write_json(report.to_json())
+                else:
+                    sys.stdout.write(json.dumps(report.to_json()) + "\n")
+                    sys.stdout.flush()
     summary.finish()
     if not args.quiet:
         render_summary(summary)
