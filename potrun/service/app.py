@@ -408,16 +408,25 @@ async def _read_limited(request: Request, limit: int) -> bytes:
 
 async def _unless_client_leaves(request: Request, work: Awaitable[ExecResult]) -> ExecResult | None:
     """`work`'s result, or None when the client disconnects first: then `work` is cancelled (its stream
-    is closed: a program still queued is never sent)."""
-    running = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(_disconnected(request))
+    is closed: a program still queued is never sent). One watcher task per request, which cancels this
+    one on a disconnect (cheaper than racing two tasks: /run_code's hot path)."""
+    here = asyncio.current_task()
+    assert here is not None
+    watcher = asyncio.get_running_loop().create_task(_cancel_when_gone(request, here))
     try:
-        await asyncio.wait((running, gone), return_when=asyncio.FIRST_COMPLETED)
+        return await work
+    except asyncio.CancelledError:
+        if watcher.done() and not watcher.cancelled():  # the client left: not the server's own stop
+            here.uncancel()
+            return None
+        raise
     finally:
-        gone.cancel()
-        if not running.done():
-            running.cancel()
-    return running.result() if not running.cancelled() else None
+        watcher.cancel()
+
+
+async def _cancel_when_gone(request: Request, task: asyncio.Task[Any]) -> None:
+    await _disconnected(request)
+    task.cancel()
 
 
 async def _disconnected(request: Request) -> None:
