@@ -675,6 +675,7 @@ def gsm8k_clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 @pytest.mark.parametrize("seed", range(2))
 def test_soak_gsm8k_under_a_kill_every_third_of_a_second(
     gsm8k_clean: dict[str, Any], tmp_path: Path, seed: int

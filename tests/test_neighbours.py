@@ -292,6 +292,7 @@ def test_a_victim_alone_equals_the_victim_after_any_aggressor(neighbours_box: Sa
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 @pytest.mark.parametrize("seed", [SEED + 1, SEED + 2])
 def test_more_generated_pairs(neighbours_box: Sandbox, seed: int) -> None:
     pairs, failures = run_pairs(neighbours_box, seed, SLOW_AGGRESSORS)
