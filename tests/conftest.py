@@ -14,6 +14,7 @@ would show, never by asking the sandbox.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import secrets
@@ -388,3 +389,15 @@ def connections_seen(server: socket.socket) -> int:
             return seen
         conn.close()
         seen += 1
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    """An --out file's lines without what describes the invocation (timings) or follows the verdict
+    (the digest): what a clean run's lines must equal."""
+    found = []
+    for text in path.read_text().splitlines():
+        data = json.loads(text)
+        for key in ("wall_s", "cpu_s", "digest"):
+            data.pop(key, None)
+        found.append(data)
+    return found

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DOCKER_IMAGE, process_table, worker_host_pid
+from conftest import DOCKER_IMAGE, lines_of, process_table, worker_host_pid
 
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox import pool as pool_module
@@ -70,17 +70,6 @@ def write_input(path: Path, count: int = RECORDS) -> Path:
 
 def cli(*words: str) -> list[str]:
     return [sys.executable, "-m", "potrun.cli", *words]
-
-
-def lines_of(path: Path) -> list[dict[str, Any]]:
-    """The output's lines without what describes the invocation (timings) or follows the verdict (digest)."""
-    found = []
-    for text in path.read_text().splitlines():
-        data = json.loads(text)
-        for key in ("wall_s", "cpu_s", "digest"):
-            data.pop(key, None)
-        found.append(data)
-    return found
 
 
 # ------------------------------------------------------------------------------------ the process tree

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import lines_of
 
 from potrun.cli import main
 
@@ -30,17 +31,6 @@ def write_preds(path: Path, golds: list[float]) -> Path:
 
 def right_golds() -> list[float]:
     return [k * 1.5 for k in range(RECORDS)]
-
-
-def lines_of(path: Path) -> list[dict[str, Any]]:
-    """The lines without their timings and digests (what a clean run must equal)."""
-    found = []
-    for text in path.read_text().splitlines():
-        data = json.loads(text)
-        for key in ("wall_s", "cpu_s", "digest"):
-            data.pop(key, None)
-        found.append(data)
-    return found
 
 
 def clean_run(tmp_path: Path, preds: Path, extra: list[str]) -> list[dict[str, Any]]:
