@@ -63,6 +63,7 @@ def test_every_field_of_a_result_crosses_the_wire() -> None:
         peak_rss_mb=21.5,
         captured=(1.0, 2.0),
         isolation="fork",
+        exit_code=3,
     )
     defaults = ExecResult(Status.OK)
     differ = [f.name for f in dataclasses.fields(ExecResult) if getattr(full, f.name) != getattr(defaults, f.name)]

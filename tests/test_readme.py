@@ -266,6 +266,7 @@ PROSE = "names a command or part of one in a sentence; nothing to run"
 ELSEWHERE = {
     "pip install . && potrun check examples/docmath_outputs.jsonl": CI,
     "pip install -e '.[test]' && python -m pytest -n auto": CI,
+    "python -m pytest -m soak": "the soaks (minutes each): the fault harness's GSM8K soak, the neighbours' larger sweep",
     "bash .ci/lint": CI,
     "pip install .": CI,
     "potrun image build": DOCKER,
