@@ -28,7 +28,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.protocol import RunRequest
+from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import ExecResult, Status
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from potrun.cache import CachedSandbox
-from potrun.pipeline import RESULT_FIELDS, CheckOptions, RecordResult, check_records
-from potrun.records import Record
+from potrun.check.cache import CachedSandbox
+from potrun.check.pipeline import RESULT_FIELDS, CheckOptions, RecordResult, check_records
+from potrun.check.records import Record
 from potrun.sandbox.api import Sandbox, SandboxConfig, SandboxLike
 from potrun.types import BadRecord, InputError, PotrunError, SandboxUnavailable, UsageError
 

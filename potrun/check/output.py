@@ -41,8 +41,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from potrun.pipeline import CheckOptions, RecordResult
-from potrun.records import Record, first_field
+from potrun.check.pipeline import CheckOptions, RecordResult
+from potrun.check.records import Record, first_field
 from potrun.sandbox.api import SandboxConfig
 from potrun.types import BadRecord, UsageError
 

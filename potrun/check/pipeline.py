@@ -7,7 +7,7 @@ sandbox works ahead. Every input line gets exactly one result: scored, skipped (
 no_gold (a separate gold file has no gold for its id: not run, since nothing could grade it) or
 bad_record (with its line and field).
 
-Field names are field paths (`potrun.records.field_value`): `resps.0.0`, `doc.answer`,
+Field names are field paths (`potrun.check.records.field_value`): `resps.0.0`, `doc.answer`,
 `response.body.choices.0.message.content`; a literal key with dots in it is tried first.
 """
 
@@ -22,9 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from potrun.comparators import PRESETS, compare, read_answer
-from potrun.extractors import classify_output, extract_answer, extract_program
-from potrun.process_golds import (
+from potrun.check.process_golds import (
     CHECKER_ENTRY,
     CHECKER_ISOLATION,
     CHECKER_POLICY,
@@ -36,10 +34,12 @@ from potrun.process_golds import (
     checklist_outcome,
     read_process_gold,
 )
-from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, field_value, first_field, read_records
+from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, field_value, first_field, read_records
+from potrun.check.scoring import majority_vote, pass_at_k
+from potrun.comparators import PRESETS, compare, read_answer
+from potrun.extractors import classify_output, extract_answer, extract_program
 from potrun.sandbox.api import SandboxLike
-from potrun.sandbox.protocol import RunRequest
-from potrun.scoring import majority_vote, pass_at_k
+from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
 
 MODES = ("pot", "cot", "auto")
@@ -63,7 +63,7 @@ class CheckOptions:
     compare_options: Mapping[str, Any] = field(default_factory=dict)
     ks: tuple[int, ...] = (1,)
     strict: bool = False
-    checklist_field: str | None = "checklist"  # process golds (potrun.process_golds); None: not read
+    checklist_field: str | None = "checklist"  # process golds (potrun.check.process_golds); None: not read
     checker_field: str | None = "checker"
     benchmark: BenchmarkRun | None = None  # --benchmark: its rules replace all of the above (potrun.benchmarks)
     by_fields: tuple[str, ...] = ()  # field paths whose values RecordResult.fields carries (`--by`)
@@ -112,7 +112,7 @@ class Prepared:
     samples: list[Sample] = field(default_factory=list)
     outcome: str | None = None  # skipped / bad_record: nothing to run
     message: str | None = None
-    process: ProcessGold | None = None  # a checklist or checker (potrun.process_golds)
+    process: ProcessGold | None = None  # a checklist or checker (potrun.check.process_golds)
     fields: dict[str, Any] | None = None  # the --by fields' values
 
 
@@ -491,7 +491,7 @@ def finish(
 
 def _run_checker(sandbox: SandboxLike | None, checker: str, outcomes: list[ExecResult]) -> dict[int, ExecResult]:
     """The checker's result on each sample that has an answer, by the sample's position. It runs on
-    the sandbox's companion under the checker's policy and isolation (`potrun.process_golds`)."""
+    the sandbox's companion under the checker's policy and isolation (`potrun.check.process_golds`)."""
     if sandbox is None:
         raise UsageError("a record with a checker needs a sandbox to run it")
     answered = [i for i, outcome in enumerate(outcomes) if outcome.status is Status.OK]

@@ -3,7 +3,7 @@
 Two gold forms that judge more than a final number (DocPuzzle, FineReason):
 
 - A **checklist** (record field `checklist`): intermediate values that must appear in the reasoning,
-  as a list of numbers, {"value": v} or {"min": a, "max": b} items (`potrun.scoring.ChecklistItem`).
+  as a list of numbers, {"value": v} or {"min": a, "max": b} items (`potrun.check.scoring.ChecklistItem`).
   For a program, they are looked for among the numbers its variables held: the sandbox captures the
   entry function's locals, the answer and the module's globals (`Sandbox.request(capture=True)`,
   plain finite floats converted inside the runner, at most 1,000). For chain of thought, among the
@@ -22,7 +22,7 @@ Two gold forms that judge more than a final number (DocPuzzle, FineReason):
 
 Everything here is pure (no sandbox, no I/O): reading the fields (`read_process_gold`), the checker's
 program text (`answer_literal`, `checker_programs`), reading its results (`accepted`,
-`checker_report`) and the checklist's outcome (`checklist_outcome`). `potrun.pipeline` runs the
+`checker_report`) and the checklist's outcome (`checklist_outcome`). `potrun.check.pipeline` runs the
 programs.
 """
 
@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from potrun.check.scoring import ChecklistItem, check_checklist
 from potrun.extractors import extract_program, find_numbers
-from potrun.scoring import ChecklistItem, check_checklist
 from potrun.types import Entry, ExecResult, InputError, Isolation, Status, Value, json_safe
 
 __all__ = [

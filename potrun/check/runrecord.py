@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from potrun.pipeline import CheckOptions
+    from potrun.check.pipeline import CheckOptions
     from potrun.sandbox.api import SandboxConfig
 
 _HASH_CHUNK = 1 << 20
@@ -39,7 +39,7 @@ def utc_now() -> str:
 def file_identity(path: str | Path) -> dict[str, Any]:
     """`path` (as given, and resolved), `size_bytes` and `sha256` of an input; for a stream size and
     hash are null and a `reason` says why."""
-    from potrun.records import is_stream
+    from potrun.check.records import is_stream
 
     if is_stream(path):
         return {"path": str(path), "size_bytes": None, "sha256": None, "reason": "a stream: read once, not hashed"}

@@ -96,7 +96,8 @@ def error_exit(error: PotrunError) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from potrun.durable import (
+    from potrun.check.engines import LocalEngine, make_engine
+    from potrun.check.output import (
         InputDigests,
         OutputWriter,
         resume_command,
@@ -104,11 +105,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         run_fingerprint,
         write_text_output,
     )
-    from potrun.engines import LocalEngine, make_engine
-    from potrun.pipeline import CheckOptions, load_golds
-    from potrun.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
-    from potrun.report import Progress, Summary, render
-    from potrun.runrecord import run_record
+    from potrun.check.pipeline import CheckOptions, load_golds
+    from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
+    from potrun.check.runrecord import run_record
+    from potrun.reports.table import Progress, Summary, render
 
     benchmark = _benchmark_run(args)
     if benchmark is not None and args.by:
@@ -275,7 +275,7 @@ def run_exit_code(status: Status) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from potrun.doctor import diagnose
+    from potrun.tools.doctor import diagnose
 
     if args.cleanup or args.all:
         return cmd_doctor_cleanup(args)
@@ -286,7 +286,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_doctor_cleanup(args: argparse.Namespace) -> int:
     """`potrun doctor --cleanup [--all]`: remove sandbox containers left by a potrun that died."""
-    from potrun.doctor import cleanup
+    from potrun.tools.doctor import cleanup
 
     for line in cleanup(all_sessions=args.all):
         print(line)
@@ -295,7 +295,7 @@ def cmd_doctor_cleanup(args: argparse.Namespace) -> int:
 
 def cmd_image_build(args: argparse.Namespace) -> int:
     """`potrun image build [--base B] [--tag T]`: build the sandbox image for the docker backend."""
-    from potrun.image import RUNTIME_PACKAGES, build_image
+    from potrun.tools.image import RUNTIME_PACKAGES, build_image
 
     packages = RUNTIME_PACKAGES + tuple(args.extra)
     print(build_image(args.base, args.tag, python_version=args.python_version, packages=packages, context=args.context))
@@ -304,7 +304,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
 def cmd_image_context(args: argparse.Namespace) -> int:
     """`potrun image context DEST`: only write the build context (the Dockerfile and the wheels)."""
-    from potrun.image import RUNTIME_PACKAGES, platform_tags, prepare_context
+    from potrun.tools.image import RUNTIME_PACKAGES, platform_tags, prepare_context
 
     try:
         platform_tags(glibc=args.glibc)
@@ -320,14 +320,14 @@ def cmd_image_context(args: argparse.Namespace) -> int:
 
 def cmd_image_exists(args: argparse.Namespace) -> int:
     """`potrun image exists [TAG]`: 0 when the image is present, 1 when it is not."""
-    from potrun.image import image_exists
+    from potrun.tools.image import image_exists
 
     return EXIT_OK if image_exists(args.tag) else EXIT_FAILED
 
 
 def _add_image_commands(commands: Any) -> None:
-    from potrun.image import DEFAULT_BASE, DEFAULT_GLIBC, DEFAULT_PYTHON
-    from potrun.sandbox.docker import DEFAULT_IMAGE
+    from potrun.sandbox.parent.docker import DEFAULT_IMAGE
+    from potrun.tools.image import DEFAULT_BASE, DEFAULT_GLIBC, DEFAULT_PYTHON
 
     image = commands.add_parser("image", help="build the sandbox image of the docker backend")
     image_commands = image.add_subparsers(title="image commands")
@@ -374,7 +374,7 @@ def _add_package_option(parser: argparse.ArgumentParser) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """`potrun diff A.jsonl B.jsonl [--json]`: the records whose verdict changed, and McNemar's test."""
-    from potrun.diff import diff_runs, render_diff
+    from potrun.reports.diff import diff_runs, render_diff
 
     diff = diff_runs(args.a, args.b)
     if args.json:
@@ -398,8 +398,8 @@ def _add_diff_command(commands: Any) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """`potrun report results.jsonl [--summary S.json] --html report.html | --markdown report.md`."""
-    from potrun.durable import check_output_path, write_text_output
-    from potrun.html_report import load_report, render_html, render_markdown
+    from potrun.check.output import check_output_path, write_text_output
+    from potrun.reports.html import load_report, render_html, render_markdown
 
     option, output, render = (
         ("--html", args.html, render_html) if args.html else ("--markdown", args.markdown, render_markdown)
@@ -420,8 +420,8 @@ def _add_report_command(commands: Any) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from potrun.bench import run_bench
-    from potrun.records import CODE_FIELDS
+    from potrun.check.records import CODE_FIELDS
+    from potrun.tools.bench import run_bench
 
     report = run_bench(
         args.corpus,
@@ -434,9 +434,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from potrun.durable import STDOUT, OutputWriter, check_output_path
-    from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, count_records, is_stream
-    from potrun.report import Progress
+    from potrun.check.output import STDOUT, OutputWriter, check_output_path
+    from potrun.check.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, count_records, is_stream
+    from potrun.reports.table import Progress
     from potrun.validation import ValidationSummary, render_summary, validate, write_fixed_copy
 
     _check_presets([args.compare])
@@ -502,7 +502,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _check_outputs(args: argparse.Namespace, inputs: Sequence[str]) -> None:
     """Every output path of `check` writable before the run starts (else exit 2, naming it)."""
-    from potrun.durable import STDOUT, check_output_path
+    from potrun.check.output import STDOUT, check_output_path
 
     if args.preds == "-" and args.gold == "-":
         raise UsageError("PREDS and --gold cannot both be - (standard input)")
@@ -527,7 +527,7 @@ def _warn_nothing_scored(summary: Any, options: Any, first: dict[str, Any] | Non
         file=sys.stderr,
     )
     if summary.no_gold and golds and first is not None:
-        from potrun.records import first_field
+        from potrun.check.records import first_field
 
         found = first_field(first, options.id_fields)
         print(
@@ -540,7 +540,7 @@ def _warn_nothing_scored(summary: Any, options: Any, first: dict[str, Any] | Non
 
 def _fields_hint(first: dict[str, Any] | None) -> str:
     """'the first record's fields: ...', and a likely output's path, to point at nested fields."""
-    from potrun.records import likely_output_path
+    from potrun.check.records import likely_output_path
 
     if first is None:
         return ""
@@ -667,7 +667,7 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
 
 def _backends() -> list[str]:
     """The backends' names, from their registry."""
-    from potrun.sandbox.backends import BACKENDS
+    from potrun.sandbox.parent.backends import BACKENDS
 
     return list(BACKENDS)
 
@@ -675,9 +675,9 @@ def _backends() -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     import potrun
     from potrun.benchmarks import BENCHMARKS
-    from potrun.engines import ENGINES
-    from potrun.pipeline import MODES
-    from potrun.records import ANSWER_FIELDS, CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, PROGRAM_FIELDS
+    from potrun.check.engines import ENGINES
+    from potrun.check.pipeline import MODES
+    from potrun.check.records import ANSWER_FIELDS, CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, PROGRAM_FIELDS
 
     parser = argparse.ArgumentParser(prog="potrun", description="Sandboxed program-of-thought execution.")
     parser.add_argument("--version", action="version", version=f"potrun {potrun.__version__}")
@@ -958,6 +958,3 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError("must be positive")
     return value
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,7 +4,7 @@ Records are paired by line and id. Both files are in input order (an `--out` fil
 n-th record's result), so they are merged by line as they stream, and neither is held: a line that only
 one file has, or whose id differs between them (not the same input), is counted as unpaired. Of the
 pairs graded in both runs, those whose verdict changed are listed in both directions, and McNemar's
-exact test (`potrun.stats.mcnemar_exact_p`) says whether the accuracies differ by more than chance
+exact test (`potrun.check.stats.mcnemar_exact_p`) says whether the accuracies differ by more than chance
 at the 0.05 level. The accuracy of each run is over its pairs, so both are over the same records.
 """
 
@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from potrun.records import read_records
-from potrun.report import inert
-from potrun.stats import Estimate, mcnemar_exact_p, proportion
+from potrun.check.records import read_records
+from potrun.check.stats import Estimate, mcnemar_exact_p, proportion
+from potrun.reports.table import inert
 from potrun.types import BadRecord, InputError
 
 ALPHA = 0.05

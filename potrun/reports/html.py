@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from potrun.pipeline import RecordResult
-from potrun.records import read_records
-from potrun.report import Summary, flat_items, inert
+from potrun.check.pipeline import RecordResult
+from potrun.check.records import read_records
+from potrun.reports.table import Summary, flat_items, inert
 from potrun.types import BadRecord, InputError
 
 AS_RUN = "as run"  # the preset's name without a summary: an --out line with one verdict does not name it
@@ -246,7 +246,7 @@ def _md_row(cells: Sequence[str]) -> str:
 
 def _md(text: str) -> str:
     """Text safe in a markdown table cell: no line breaks, pipes and markup escaped, no raw HTML, no
-    character that acts on a terminal that shows the file (`potrun.report.inert`)."""
+    character that acts on a terminal that shows the file (`potrun.reports.table.inert`)."""
     text = inert(" ".join(text.split()))
     for char in "\\|*_`[]<>#":
         text = text.replace(char, "\\" + char)

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from potrun.pipeline import BAD_RECORD, NO_GOLD, SKIPPED, RecordResult
-from potrun.runrecord import utc_now
-from potrun.stats import Estimate, mean_with_bootstrap, proportion
+from potrun.check.pipeline import BAD_RECORD, NO_GOLD, SKIPPED, RecordResult
+from potrun.check.runrecord import utc_now
+from potrun.check.stats import Estimate, mean_with_bootstrap, proportion
 
 SLOWEST = 5
 MAX_GROUPS = 1000  # distinct values a --by field is broken down into; the rest count as OTHER_GROUP
@@ -96,7 +96,7 @@ class Summary:
     samples_total: int = 0
     samples_executed: int = 0
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
-    checklist_records: int = 0  # records with a checklist (potrun.process_golds)
+    checklist_records: int = 0  # records with a checklist (potrun.check.process_golds)
     checklist_passed: int = 0
     checklist_correct: int = 0  # correct AND checklist passed
     error_type_counts: Counter[str] = field(default_factory=Counter)
@@ -109,7 +109,7 @@ class Summary:
     pass1: dict[str, Rate] = field(default_factory=dict)  # preset -> the graded records' pass@1
     by: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # field -> value -> [graded, correct]
     metrics: dict[str, Any] = field(default_factory=dict)  # a benchmark's own metrics (potrun.benchmarks)
-    run: dict[str, Any] = field(default_factory=dict)  # the run's record (potrun.runrecord), written as `run`
+    run: dict[str, Any] = field(default_factory=dict)  # the run's record (potrun.check.runrecord), written as `run`
     started_at: str = field(default_factory=utc_now)
     ended_at: str | None = None
     started: float = field(default_factory=time.perf_counter)

@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from potrun.check.records import Record, first_field, read_records
 from potrun.extractors import extract_program
-from potrun.records import Record, first_field, read_records
 from potrun.sandbox.api import Sandbox
 from potrun.types import Status
 

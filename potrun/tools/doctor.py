@@ -43,9 +43,9 @@ def diagnose(backend: str = "process") -> list[str]:
 
 
 def _diagnose_process() -> list[str]:
-    from potrun.sandbox import isolation
+    from potrun.sandbox.kernel import isolation
 
-    lines = ["backend process: workers are local processes (python -s -P -m potrun.sandbox.worker)", tier_line()]
+    lines = ["backend process: workers are local processes (python -s -P -m potrun.sandbox.inside.worker)", tier_line()]
     capabilities, error = _worker_capabilities("process")
     if capabilities is None:
         return [*lines, f"{BAD} the worker did not start: {error}"]
@@ -212,7 +212,7 @@ def _probe_programs(backend: str, *, network_expected: bool, **options: Any) -> 
 
 
 def _diagnose_docker() -> list[str]:
-    from potrun.sandbox import docker as backend
+    from potrun.sandbox.parent import docker as backend
     from potrun.types import SandboxUnavailable
 
     lines = ["backend docker: each worker is a long-lived hardened container from the sandbox image"]
@@ -291,7 +291,7 @@ def _own_containers(client: Any) -> list[Any]:
     """The sandbox containers this process started (by their pid and host labels)."""
     import socket
 
-    from potrun.sandbox import docker as backend
+    from potrun.sandbox.parent import docker as backend
 
     mine = {backend.PID_LABEL: str(os.getpid()), backend.HOST_LABEL: socket.gethostname()}
     return [c for c in backend.list_containers(client) if mine.items() <= (c.labels or {}).items()]
@@ -337,7 +337,7 @@ def _container_lines(host: dict[str, Any], config: dict[str, Any]) -> list[str]:
 
 
 def _stale_containers(client: Any) -> tuple[list[Any], list[Any]]:
-    from potrun.sandbox import docker as backend
+    from potrun.sandbox.parent import docker as backend
 
     stale: list[Any] = []
     live: list[Any] = []
@@ -349,7 +349,7 @@ def _stale_containers(client: Any) -> tuple[list[Any], list[Any]]:
 def cleanup(all_sessions: bool = False) -> list[str]:
     """Remove sandbox containers (label potrun.sandbox=1) whose potrun process is gone (all of them with
     `all_sessions`); lines saying what was done. Raises SandboxUnavailable without SDK or engine."""
-    from potrun.sandbox import docker as backend
+    from potrun.sandbox.parent import docker as backend
 
     removed, kept = backend.cleanup(all_sessions=all_sessions)
     lines = [f"removed {len(removed)} leftover sandbox container(s)" + (f": {', '.join(removed)}" if removed else "")]
@@ -370,7 +370,7 @@ def _line(good: Any, yes: str, no: str, *, bad: bool = False) -> str:
 
 def _user_ok(host: dict[str, Any], config: dict[str, Any]) -> bool:
     """Not root, or root with all capabilities dropped but those the worker needs for its runners."""
-    from potrun.sandbox import docker as backend
+    from potrun.sandbox.parent import docker as backend
 
     if str(config.get("User", "")) not in ("", "0", "root"):
         return True

@@ -22,10 +22,10 @@ Usage::
     potrun image context DIR      # only write the build context
     potrun image exists [TAG]     # exit status 0 when the image is present, 1 when not
 
-(`python -m potrun.image ...` runs the same command.)
+(`python -m potrun.tools.image ...` runs the same command.)
 
 Standard library only; it calls the ``docker`` CLI through subprocess. The image's tag and label
-are the docker backend's (``potrun.sandbox.docker``); the Dockerfile is package data of
+are the docker backend's (``potrun.sandbox.parent.docker``); the Dockerfile is package data of
 ``potrun.sandbox``, next to the backend that runs it.
 """
 
@@ -51,7 +51,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import potrun.sandbox
-from potrun.sandbox.docker import CODE_LABEL, DEFAULT_IMAGE, SANDBOX_LABEL, code_fingerprint
+from potrun.sandbox.parent.docker import CODE_LABEL, DEFAULT_IMAGE, SANDBOX_LABEL, code_fingerprint
 from potrun.types import ImageBuildError, SandboxUnavailable
 
 DEFAULT_BASE = "python:3.12-slim"  # Dockerfile.sandbox's own default for ARG BASE
@@ -180,7 +180,7 @@ def find_dockerfile() -> Path:
 
 def find_source_root() -> Path | None:
     """The potrun source tree: next to this file's real location, or an editable install's; else None."""
-    here = Path(__file__).resolve().parent.parent  # potrun/image.py -> the repository root
+    here = Path(__file__).resolve().parents[2]  # potrun/tools/image.py -> the repository root
     if _is_potrun_source(here):
         return here
     try:
@@ -443,7 +443,7 @@ def _has_buildx(docker: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.image ...` is `potrun image ...`: one command, one set of exit codes."""
+    """`python -m potrun.tools.image ...` is `potrun image ...`: one command, one set of exit codes."""
     from potrun.cli import main as potrun_main
 
     return potrun_main(["image", *(sys.argv[1:] if argv is None else argv)])

@@ -62,10 +62,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from potrun.check.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
 from potrun.policies import DENIED_ATTRIBUTES, module_allowed
-from potrun.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
 from potrun.sandbox.api import Sandbox
-from potrun.sandbox.protocol import RunRequest
+from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,

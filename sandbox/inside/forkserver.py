@@ -28,8 +28,8 @@ import struct
 from collections.abc import Callable
 from typing import NoReturn
 
-from potrun.sandbox import isolation
-from potrun.sandbox.protocol import write_all
+from potrun.sandbox.kernel import isolation
+from potrun.sandbox.wire.protocol import write_all
 
 FORK, IMPORTED, PID, EXIT, DONE = b"F", b"I", b"P", b"X", b"D"
 _PID = struct.Struct("=i")  # a fork's pid, or -errno where the fork failed

@@ -46,12 +46,14 @@ from potrun.policies.restricted import (
     PolicyViolation,
     compile_restricted_program,
 )
-from potrun.sandbox import isolation, seeding, values
-from potrun.sandbox.cputimer import CpuTimer
+from potrun.sandbox.inside import seeding
+from potrun.sandbox.inside.cputimer import CpuTimer
+from potrun.sandbox.kernel import isolation
+from potrun.sandbox.wire import values
 
 # The wire's bounds: an error message, an error type's name, the tail of stdout and of stderr, numbers
 # captured. The runner keeps within them; the worker and potrun check them.
-from potrun.sandbox.protocol import (
+from potrun.sandbox.wire.protocol import (
     MAX_CAPTURED,
     STREAM_LIMIT,
     TEXT_LIMIT,

@@ -1,4 +1,4 @@
-"""The worker: `python -s -P -m potrun.sandbox.worker`, the same program on the host and in a container.
+"""The worker: `python -s -P -m potrun.sandbox.inside.worker`, the same program on the host and in a container.
 
 It imports the allowlisted modules once (numpy once its programs need it), isolates itself (init of
 its own PID namespace, an empty network namespace, a subreaper, pids and memory cgroups, a minimal
@@ -35,9 +35,11 @@ from typing import Any
 
 from potrun.policies import get_policy
 from potrun.policies.pure import on_unproven, prepare_proxies
-from potrun.sandbox import cputimer, forkserver, isolation, memcg, namespace, seccomp, seeding
-from potrun.sandbox.forkserver import ForkServer, reap_status
-from potrun.sandbox.protocol import (
+from potrun.sandbox.inside import cputimer, forkserver, seeding
+from potrun.sandbox.inside.forkserver import ForkServer, reap_status
+from potrun.sandbox.inside.runner import AuditHook, Runner, trusted_audit_hook
+from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
+from potrun.sandbox.wire.protocol import (
     EXIT,
     PROTOCOL_VERSION,
     RUN_TIERED,
@@ -56,7 +58,6 @@ from potrun.sandbox.protocol import (
     request_message,
     write_all,
 )
-from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
 from potrun.types import ExecResult, Isolation, Status
 
 PRELOAD = (
@@ -1094,7 +1095,7 @@ def _empty_directory(path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.sandbox.worker [--uid-base N] [--preload A,B] [--scratch DIR]
+    """`python -m potrun.sandbox.inside.worker [--uid-base N] [--preload A,B] [--scratch DIR]
     [--scratch-is-private]`: the backends build this command line. (Not argparse: it imports shutil,
     and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)
 
@@ -1131,7 +1132,7 @@ def _parse_options(argv: list[str]) -> dict[str, str]:
         elif name in valued and rest:
             options[name] = rest.pop(0)
         else:
-            raise SystemExit(f"potrun.sandbox.worker: unexpected argument {name!r}")
+            raise SystemExit(f"potrun.sandbox.inside.worker: unexpected argument {name!r}")
     return options
 
 

@@ -94,7 +94,7 @@ class Capabilities:
     pid_namespace: bool = False  # the worker is init of a PID namespace: no outside process seen, none outlives it
     memory_cgroup: bool = False  # one memory limit on all of a program's processes, memfds and tmpfs files
     non_dumpable: bool = False  # the worker's /proc entries and ptrace are refused to its runners
-    seccomp: bool = False  # a system call allow-list (sandbox/seccomp.py): everything else refused
+    seccomp: bool = False  # a system call allow-list (sandbox/kernel/seccomp.py): everything else refused
     uts_namespace: bool = False  # programs see the host name "potrun", never the machine's
 
     def to_dict(self) -> dict[str, bool]:

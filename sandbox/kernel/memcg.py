@@ -31,7 +31,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from potrun.sandbox import isolation
+from potrun.sandbox.kernel import isolation
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
 V2_ROOT = Path("/sys/fs/cgroup")

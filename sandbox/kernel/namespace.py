@@ -91,7 +91,7 @@ def python_installation() -> list[str]:
     the site-packages folders on its import path. Not the project: an editable install puts the
     checkout (or a finder naming it) on the import path, but the worker has imported what it runs
     already. A prefix is kept even inside the checkout (a `.venv` there): it holds no source of it."""
-    project = Path(__file__).resolve().parents[1]  # sandbox/ -> the checkout (or site-packages/potrun)
+    project = Path(__file__).resolve().parents[2]  # sandbox/kernel/ -> the checkout (or site-packages/potrun)
     prefixes = {
         sys.prefix,
         sys.base_prefix,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
     from potrun.sandbox.api import SandboxConfig
-    from potrun.sandbox.pool import Backend
+    from potrun.sandbox.parent.pool import Backend
 
 
 class BackendModule(Protocol):
@@ -50,8 +50,8 @@ class BackendEntry:
 
 BACKENDS: Mapping[str, BackendEntry] = MappingProxyType(
     {
-        "process": BackendEntry("potrun.sandbox.process"),
-        "docker": BackendEntry("potrun.sandbox.docker"),
+        "process": BackendEntry("potrun.sandbox.parent.process"),
+        "docker": BackendEntry("potrun.sandbox.parent.docker"),
     }
 )
 

@@ -1,6 +1,6 @@
 """The docker backend: each worker slot is one long-lived, hardened container running the worker.
 
-The container runs the same worker program as the process backend (`python3 -m potrun.sandbox.worker
+The container runs the same worker program as the process backend (`python3 -m potrun.sandbox.inside.worker
 --scratch-is-private`) and speaks the same frames, over the container's attached stdin and stdout: a program costs
 one round trip, not a `docker run`. The docker SDK for Python is imported lazily (`pip install
 'potrun[docker]'`).
@@ -86,13 +86,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
+from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
 from potrun.types import Limits, SandboxUnavailable
 
 if TYPE_CHECKING:
     from potrun.sandbox.api import SandboxConfig
 
-log = logging.getLogger("potrun.sandbox.docker")
+log = logging.getLogger("potrun.sandbox.parent.docker")
 
 DEFAULT_IMAGE = "potrun-sandbox:latest"  # what `potrun image build` tags, and what runs without --image
 SANDBOX_LABEL = "potrun.sandbox"
@@ -109,7 +109,7 @@ NANO_CPUS = 1_000_000_000  # one CPU per container
 TMPFS = {"/tmp": f"rw,{SCRATCH_OPTIONS},mode=0711", "/dev/mqueue": "ro,size=4k,mode=0555"}
 CONTAINER_USER = "0"  # root without capabilities but RUNNER_CAPABILITIES: see the module's docstring
 RUNNER_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID"]
-WORKER_COMMAND = ("python3", "-s", "-P", "-m", "potrun.sandbox.worker")
+WORKER_COMMAND = ("python3", "-s", "-P", "-m", "potrun.sandbox.inside.worker")
 START_TIMEOUT_S = 60.0  # creating, attaching and starting one container
 REMOVE_TIMEOUT_S = 30.0  # close() waiting for this session's containers to be gone
 STALL_S = 10.0  # a partial stream header that is not completed within this is a broken stream
@@ -385,7 +385,7 @@ _REAPER = (
     "import sys\n"
     "if sys.stdin.buffer.read() != b'closed':\n"
     "    try:\n"
-    "        from potrun.sandbox.docker import remove_session\n"
+    "        from potrun.sandbox.parent.docker import remove_session\n"
     "        remove_session(sys.argv[1], wait_s=30)\n"
     "    except Exception:\n"
     "        pass\n"

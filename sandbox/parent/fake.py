@@ -16,7 +16,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from potrun.sandbox.protocol import (
+from potrun.sandbox.wire.protocol import (
     EXIT,
     PROTOCOL_VERSION,
     FrameReader,

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, Protocol
 
-from potrun.sandbox.protocol import (
+from potrun.sandbox.wire.protocol import (
     PROTOCOL_VERSION,
     FrameReader,
     ProtocolError,

@@ -1,4 +1,4 @@
-"""The process backend: workers are local processes (`python -s -P -m potrun.sandbox.worker`)."""
+"""The process backend: workers are local processes (`python -s -P -m potrun.sandbox.inside.worker`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING
 
-from potrun.sandbox import memcg
-from potrun.sandbox.isolation import (
+from potrun.sandbox.kernel import memcg
+from potrun.sandbox.kernel.isolation import (
     PIDS_CGROUP_ROOT,
     SAFE_ENVIRONMENT,
     kill_cgroup_members,
@@ -37,7 +37,7 @@ class ProcessWorker:
         # ours entirely (SAFE_ENVIRONMENT), so nothing else from PYTHON* can leak in.
         # The worker's scratch directory is made here and removed in kill(), as workers are killed.
         self.scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
-        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.worker", "--scratch", self.scratch]
+        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.inside.worker", "--scratch", self.scratch]
         if preload is not None:
             command += ["--preload", ",".join(preload)]
         self.cwd = tempfile.gettempdir()

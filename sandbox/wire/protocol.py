@@ -50,7 +50,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from potrun.sandbox.values import VALUE_TYPES
+from potrun.sandbox.wire.values import VALUE_TYPES
 from potrun.types import Entry, ExecResult, Isolation, Limits, Status
 
 PROTOCOL_VERSION = 4  # 4: the header's limit is the wall net; the CPU limit (timeout_s) decides
