@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED, TEST_DATA
 
 from potrun.benchmarks import get_benchmark
 from potrun.benchmarks.docmath import for_file, official_program, stated_number
@@ -28,8 +29,8 @@ from potrun.pipeline import RecordResult
 from potrun.records import Record
 from potrun.types import UsageError
 
-SHARED = Path(__file__).parents[2] / "shared" / "data" / "benchmarks" / "docmath"
-EXTRA = Path(__file__).parent / "data" / "benchmarks" / "docmath_extra.jsonl"
+DOCMATH = SHARED / "benchmarks" / "docmath"
+EXTRA = TEST_DATA / "benchmarks" / "docmath_extra.jsonl"
 
 
 def _cases(path: Path) -> list[dict[str, Any]]:
@@ -64,7 +65,7 @@ def _run_benchmark(cases: list[dict[str, Any]], tmp_path: Path, *extra: str) -> 
 
 @pytest.fixture(scope="module")
 def sample_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _run_benchmark(_cases(SHARED / "sample.jsonl"), tmp_path_factory.mktemp("sample"))
+    return _run_benchmark(_cases(DOCMATH / "sample.jsonl"), tmp_path_factory.mktemp("sample"))
 
 
 @pytest.fixture(scope="module")

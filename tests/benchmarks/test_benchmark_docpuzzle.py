@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED, TEST_DATA
 
 from potrun.cli import EXIT_OK, main
 from potrun.comparators import compare, parse_range
@@ -22,8 +23,8 @@ from potrun.extractors import extract_answer, find_numbers, option_letters, pars
 from potrun.process_golds import observed_in_text
 from potrun.scoring import ChecklistItem, check_checklist, parse_checklist
 
-SAMPLE = Path(__file__).parents[2] / "shared" / "data" / "benchmarks" / "docpuzzle" / "sample.jsonl"
-EXTRA = Path(__file__).parent / "data" / "benchmarks" / "docpuzzle_extra.jsonl"
+SAMPLE = SHARED / "benchmarks" / "docpuzzle" / "sample.jsonl"
+EXTRA = TEST_DATA / "benchmarks" / "docpuzzle_extra.jsonl"
 
 
 def _cases(path: Path) -> list[dict[str, Any]]:

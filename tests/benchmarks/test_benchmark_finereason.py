@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED, TEST_DATA
 
 from potrun.benchmarks.finereason import for_file
 from potrun.benchmarks.finereason.answers import official_state_text, official_status, strict_status
@@ -32,9 +33,8 @@ from potrun.benchmarks.finereason.rules import last_flat_list, last_nested_list
 from potrun.benchmarks.finereason.sudoku import Sudoku
 from potrun.records import Record
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT.parent / "shared" / "data" / "benchmarks" / "finereason" / "sample.jsonl"
-EXTRA = ROOT / "tests" / "data" / "benchmarks" / "finereason_extra.jsonl"
+SAMPLE = SHARED / "benchmarks" / "finereason" / "sample.jsonl"
+EXTRA = TEST_DATA / "benchmarks" / "finereason_extra.jsonl"
 TASKS = {"SC": "state_checking", "ST": "state_transition"}
 
 

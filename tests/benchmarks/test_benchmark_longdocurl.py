@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED, TEST_DATA
 
 from potrun.benchmarks.longdocurl import DATASET_SIZE, extract_concise_answer
 from potrun.cli import EXIT_OK, main
 from potrun.comparators.longdocurl import FAIL_TO_EXTRACT, eval_concise_answer, longdocurl_score, record_score
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks" / "longdocurl" / "sample.jsonl"
-EXTRA = Path(__file__).parent / "data" / "benchmarks" / "longdocurl_extra.jsonl"
+SAMPLE = SHARED / "benchmarks" / "longdocurl" / "sample.jsonl"
+EXTRA = TEST_DATA / "benchmarks" / "longdocurl_extra.jsonl"
 CASE_SETS = {"sample": SAMPLE, "extra": EXTRA}
 
 # Left out of the measure without pred, as the contract leaves them out: the stand-in extractor's own

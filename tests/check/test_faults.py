@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 from conftest import DOCKER_IMAGE, lines_of, process_table, worker_host_pid
+from paths import SHARED
 
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox import pool as pool_module
@@ -48,7 +49,7 @@ from potrun.types import SandboxUnavailable
 MACHINE_STATUSES = {"crashed", "sandbox_error", "timeout"}  # what a fault may make of the program it hit
 FAST = ["--workers", "2", "--timeout", "2", "--wall-timeout", "4", "--quiet", "--no-cache"]
 RECORDS = 160
-GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "pot" / "gsm8k_fewshot_codex.jsonl"
+GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
 if not GSM8K.exists():
     GSM8K = Path("/work/shared/data/pot/gsm8k_fewshot_codex.jsonl")
 

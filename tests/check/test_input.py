@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import REPO
 
 from potrun.cli import main
 from potrun.records import Record, count_records, field_value, first_field, is_missing, read_records
 from potrun.types import BadRecord
 
-REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
 EXAMPLES = REPO / "examples"  # the harness-shaped files are bundled examples (README, "Input")
 EXAMPLE = REPO / "examples" / "docmath_outputs.jsonl"

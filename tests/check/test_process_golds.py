@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from conftest import describe
+from paths import REPO
 
 from potrun import Sandbox, Status
 from potrun.cli import main
@@ -39,7 +40,6 @@ from potrun.records import read_records
 from potrun.report import Summary, render
 from potrun.sandbox.runner import MAX_CAPTURED, Capture
 
-REPO = Path(__file__).resolve().parents[1]
 CHECKERS = REPO / "examples" / "checkers"
 PUZZLES = REPO / "examples" / "puzzles.jsonl"
 FENCE = "```"

@@ -8,12 +8,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from potrun.cli import main
 from potrun.records import Record, read_records
 from potrun.types import BadRecord
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "docmath_outputs.jsonl"
 FENCE = "```"
 

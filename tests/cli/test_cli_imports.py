@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import importlib
-from pathlib import Path
 
-CLI = Path(__file__).resolve().parents[1] / "potrun" / "cli.py"
+from paths import REPO
+
+CLI = REPO / "potrun" / "cli.py"
 
 
 def imported_names() -> list[tuple[str, str]]:

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED
 
 from potrun.cli import main as cli_main
 from potrun.comparators import PRESETS, compare, compare_many, longdocurl_score, parse_range
 from potrun.types import UsageError, Verdict
 
-SHARED = Path(__file__).parents[2] / "shared" / "data"
 PEER_CASES = SHARED / "peer-cases" / "peer_test_cases.jsonl"
 POT_DATA = SHARED / "pot"
 

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED
 
 from potrun import PRESETS, compare
 from potrun.cli import main
 from potrun.comparators.golds import PLAIN_NUMBER_CHARS, plain_number
 
-GSM8K = Path(__file__).parents[2] / "shared" / "data" / "pot" / "gsm8k_fewshot_codex.jsonl"
+GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
 
 
 def spelled(number: int | float, rng: random.Random, preset: str) -> str:

@@ -5,9 +5,9 @@ compared: `compare`, `potrun check`, the rewards and `potrun validate`."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from paths import SHARED
 
 from potrun.comparators import PRESETS, compare, gsm8k_gold
 from potrun.pipeline import CheckOptions, check_records
@@ -20,7 +20,7 @@ NATALIA = (
     "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
     "Natalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72"
 )
-POT_GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "pot" / "gsm8k_fewshot_codex.jsonl"
+POT_GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
 
 # (gold text, the answer lm-evaluation-harness compares)
 ANSWERS = [

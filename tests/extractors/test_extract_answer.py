@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED
 
 from potrun.extractors import ANSWER_HOWS, ExtractedAnswer, ParsedNumber, extract_answer, parse_number
 from potrun.extractors.chat import SPECIAL_TOKENS
 
-PEER_CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "peer-cases" / "peer_test_cases.jsonl"
+PEER_CASES = SHARED / "peer-cases" / "peer_test_cases.jsonl"
 if not PEER_CASES.exists():  # fail loudly: a missing file must not turn into skipped tests
     raise FileNotFoundError(f"peer cases not found at {PEER_CASES}: the shared folder must sit next to the repo")
 COT_CASES = [c for c in map(json.loads, PEER_CASES.read_text().splitlines()) if c["kind"] == "extract_cot"]

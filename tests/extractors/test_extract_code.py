@@ -9,9 +9,9 @@ import json
 import textwrap
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
+from paths import SHARED
 
 from potrun.extractors import (
     HOW_BARE,
@@ -29,7 +29,6 @@ from potrun.extractors import (
     extract_program,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 PEER_CASES = SHARED / "peer-cases" / "peer_test_cases.jsonl"
 POT_FILES = sorted((SHARED / "pot").glob("*.jsonl"))
 if not PEER_CASES.exists() or not POT_FILES:  # fail loudly: missing data must not become skipped tests

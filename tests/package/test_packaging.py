@@ -11,9 +11,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-from potrun.image import DOCKERFILE, find_dockerfile
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+from potrun.image import DOCKERFILE, find_dockerfile
 
 
 def test_the_dockerfile_has_one_home() -> None:

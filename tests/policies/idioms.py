@@ -8,7 +8,7 @@ Two parts:
 - `data_programs()`: the programs of the shared data (PoT GSM8K and SVAMP Codex generations, DocMath-Eval
   model outputs and gold programs, the peers' extraction cases), as potrun extracts them.
 
-`tests/test_idioms.py` asserts that the refused set is exactly the reviewed one; `bench/idiom_corpus.py`
+`tests/policies/test_idioms.py` asserts that the refused set is exactly the reviewed one; `bench/idiom_corpus.py`
 prints the share of the corpus refused.
 """
 
@@ -17,10 +17,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from paths import SHARED
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The idiom corpus (issue 37, item 3): the restricted policy admits the everyday Python models write and
-refuses exactly the reviewed set (`tests/idioms.py` says why each refused one stays refused).
+refuses exactly the reviewed set (`tests/policies/idioms.py` says why each refused one stays refused).
 
 Each idiom runs in a fork under the restricted policy (so the policy, not the warm tier's verifier,
 decides), on both backends; an admitted idiom gives the value plain Python gives, and the same value as

@@ -27,10 +27,10 @@ import signal
 import sys
 import types
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import SHARED
 
 from potrun.policies import pure
 from potrun.policies.pure import PURE_BUILTINS, PURE_MODULES, pure_globals, why_not_pure
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.skipif(
     pure.warm_tier_refusal() is not None, reason=f"no warm tier here: {pure.warm_tier_refusal()}"
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "pot"
+DATA = SHARED / "pot"
 POT_FILES = ["gsm8k_fewshot_codex.jsonl", "svamp_fewshot_codex.jsonl"]
 FILENAME = "<program>"
 RUN_LIMIT_S = 2.0  # CPU seconds per program in the property test (a few PoT programs never finish)

@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from paths import SHARED
 
 from potrun.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-GSM8K = REPO.parent / "shared" / "data" / "pot" / "gsm8k_fewshot_codex.jsonl"
+GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
 SLICE = 300  # records of the GSM8K file: enough for every chart, quick on a shared machine
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -31,7 +31,6 @@ from potrun.sandbox import docker as backend
 from potrun.sandbox import isolation
 from potrun.types import Limits, SandboxUnavailable, Status
 
-REPO = Path(__file__).resolve().parents[1]
 GSM8K = Path("/work/shared/data/pot/gsm8k_fewshot_codex.jsonl")
 SLOW_LOOP = "x = 0\nfor i in range(2 * 10**6):\n    x += i\nans = x"
 

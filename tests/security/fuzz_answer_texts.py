@@ -1,7 +1,7 @@
 """Hostile answer texts, generated from a seed, through every preset and mode, every extractor and number
-reader: run by tests/test_answer_text_fuzz.py in a subprocess under RLIMIT_AS and RLIMIT_CPU.
+reader: run by tests/security/test_answer_text_fuzz.py in a subprocess under RLIMIT_AS and RLIMIT_CPU.
 
-    python tests/fuzz_answer_texts.py SEED COUNT [--report]
+    python tests/security/fuzz_answer_texts.py SEED COUNT [--report]
 
 Each case is timed by the thread's own CPU time (`resource.getrusage(RUSAGE_THREAD)`: load on other
 processes does not count); a case over CASE_CPU_CEILING_S seconds, one judged correct, or one that

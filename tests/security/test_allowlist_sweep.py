@@ -24,14 +24,14 @@ import dis
 import importlib
 import types
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import TEST_DATA
 
 from potrun.policies.members import MEMBERS, REVIEWED_REACH
 
-C_MEMBERS_FILE = Path(__file__).parent / "data" / "c_members.txt"
+C_MEMBERS_FILE = TEST_DATA / "c_members.txt"
 
 FRAME_NAMES = frozenset(
     {"_getframe", "currentframe", "stack", "f_back", "f_globals", "f_locals", "_getframemodulename"}

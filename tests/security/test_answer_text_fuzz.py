@@ -1,6 +1,6 @@
 """Hostile answer texts cost the parent bounded work (issue 36, class 1): generated texts (towers of
 powers, huge format widths, deep nesting, 10^5-digit numbers, backtracking bait, every script's
-numerals; tests/fuzz_answer_texts.py) through every preset and mode, every extractor and number
+numerals; tests/security/fuzz_answer_texts.py) through every preset and mode, every extractor and number
 reader, in a subprocess whose memory is capped (RLIMIT_AS) and whose whole run has a CPU-time ceiling
 (RLIMIT_CPU). Each case's own CPU time (its thread's, by getrusage: other processes' load does not
 count) must stay under a ceiling only an unbounded computation reaches; no text is judged correct.

@@ -22,11 +22,10 @@ from pathlib import Path
 
 import pytest
 from conftest import TIMEOUT_S, assert_pool_healthy, describe, process_table, worker_host_pid
+from paths import REPO, SHARED
 
 from potrun import Sandbox, Status
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 MEMORY_MB = 256
 MB = 1024 * 1024
 
@@ -56,7 +55,7 @@ def test_host_files_are_not_visible(box: Sandbox, host_dir: Path) -> None:
     secret = host_dir / "world-readable.txt"
     secret.write_text("host data")
     secret.chmod(0o644)
-    paths = [str(secret), str(ROOT / "README.md"), str(SHARED / "DESIGN.md"), "/etc/passwd", "/etc/hostname"]
+    paths = [str(secret), str(REPO / "README.md"), str(SHARED.parent / "DESIGN.md"), "/etc/passwd", "/etc/hostname"]
     assert all(os.access(path, os.R_OK) for path in paths[:3]), "the test's files must exist on the host"
     result = box.run(
         f"paths = {paths!r}\n"

@@ -75,11 +75,11 @@ pytest.importorskip("starlette", reason="the serve extra: pip install 'potrun[se
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[str]:
-    import test_service
+    import served
 
-    started = test_service.start_service("--timeout", "0.5")
+    started = served.start_service("--timeout", "0.5")
     yield started.url
-    assert started.stop() == test_service.STOPPED
+    assert started.stop() == served.STOPPED
 
 
 def _score(url: str, programs: list[str], local_address: str) -> list[dict[str, object]]:

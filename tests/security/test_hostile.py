@@ -43,11 +43,12 @@ from conftest import (
     same_value,
     worker_host_pid,
 )
+from paths import SHARED
 
 from potrun import ExecResult, Isolation, Sandbox, Status
 from potrun.sandbox import isolation
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED
 HOSTILE = [
     json.loads(line) for line in (DATA / "hostile" / "hostile_programs.jsonl").read_text().splitlines() if line.strip()
 ]

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import REPO
 
 from potrun.pipeline import CheckOptions, check_records
 from potrun.records import read_records
 from potrun.sandbox.api import Sandbox
 from potrun.types import Status
 
-REPO = Path(__file__).resolve().parents[1]
 STATUSES = {s.value for s in Status} | {"skipped", "bad_record", "no_gold"}
 EXIT_CODES = {0, 1}
 MAGICS = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1")

@@ -1,7 +1,7 @@
 """The neighbours invariant through the entry points that keep state across calls (issue 35): the
 rewards' shared sandbox and dedup cache (`potrun.rewards`), and `potrun serve` with two clients.
 
-The victims and aggressors are tests/test_neighbours.py's generated programs. Each pair is drawn by a
+The victims and aggressors are tests/security/test_neighbours.py's generated programs. Each pair is drawn by a
 seeded generator (POTRUN_NEIGHBOURS_SEED): the victim's record alone must equal its record right after
 the aggressor in the same one-worker pool, and again when asked a second time (from the cache, where its
 result was one the program earned alone). Through the service the aggressor comes from one client and the
@@ -82,13 +82,11 @@ pytest.importorskip("starlette", reason="the serve extra: pip install 'potrun[se
 
 @pytest.fixture(scope="module")
 def one_worker_service() -> Iterator[str]:
-    import test_service
+    import served
 
-    started = test_service.start_service(
-        "--sandbox-workers", "1", "--timeout", str(TIMEOUT_S), "--memory", str(MEMORY_MB)
-    )
+    started = served.start_service("--sandbox-workers", "1", "--timeout", str(TIMEOUT_S), "--memory", str(MEMORY_MB))
     yield started.url
-    assert started.stop() == test_service.STOPPED
+    assert started.stop() == served.STOPPED
 
 
 def _score(url: str, source: str, gold: object, address: str, credentials: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import Pools
+from paths import SHARED
 
 from potrun.cache import CachedSandbox
 from potrun.cli import main
@@ -19,12 +20,12 @@ from potrun.comparators import compare
 from potrun.extractors import response_text
 from potrun.integrations.openrlhf import score_queries
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+BENCHMARKS = SHARED / "benchmarks"
 MARKUP = '<script>document.title="PWNED"</script><img src=x onerror="document.title=\'PWNED\'"><svg onload=alert(1)>'
 
 
 def _samples(benchmark: str) -> list[dict[str, Any]]:
-    lines = (SHARED / benchmark / "sample.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (BENCHMARKS / benchmark / "sample.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line)["record"] for line in lines]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import Pools, describe
-from test_service import Service, start_service
+from served import Service, start_service
 
 from potrun import Sandbox, Status, UsageError
 

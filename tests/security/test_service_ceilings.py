@@ -17,24 +17,24 @@ import pytest
 
 pytest.importorskip("starlette", reason="the serve extra: pip install 'potrun[serve]'")
 
-import test_service
+import served
 
 BIG = "x = bytearray(700 * 1024 * 1024)\nprint(len(x))"
 LOOP = "while True:\n    pass"
 
 
 @pytest.fixture(scope="module")
-def service() -> Iterator[test_service.Service]:
-    started = test_service.start_service("--max-timeout", "1", "--max-memory", "300")
+def service() -> Iterator[served.Service]:
+    started = served.start_service("--max-timeout", "1", "--max-memory", "300")
     yield started
-    assert started.stop() == test_service.STOPPED
+    assert started.stop() == served.STOPPED
 
 
 def _health(url: str) -> dict[str, object]:
     return dict(httpx.get(f"{url}/health", timeout=30).json())
 
 
-def test_run_code_limits_above_the_ceilings_are_capped_and_named(service: test_service.Service) -> None:
+def test_run_code_limits_above_the_ceilings_are_capped_and_named(service: served.Service) -> None:
     answer = httpx.post(
         f"{service.url}/run_code",
         json={"language": "python", "code": BIG, "memory_limit_MB": 4096},
@@ -54,7 +54,7 @@ def test_run_code_limits_above_the_ceilings_are_capped_and_named(service: test_s
     assert fine.json()["status"] == "Success" and "memory_mb" not in fine.headers["x-potrun-capped"]  # as asked
 
 
-def test_v1_run_limits_above_the_ceilings_are_capped_and_named(service: test_service.Service) -> None:
+def test_v1_run_limits_above_the_ceilings_are_capped_and_named(service: served.Service) -> None:
     programs = [{"code": BIG, "memory_mb": 4096}, {"code": LOOP, "timeout": 86400}, {"code": "ans = 2"}]
     answer = httpx.post(f"{service.url}/v1/run", json={"programs": programs}, timeout=60)
     assert answer.status_code == 200
@@ -64,7 +64,7 @@ def test_v1_run_limits_above_the_ceilings_are_capped_and_named(service: test_ser
     assert by_index[2]["value"] == 2
 
 
-def test_a_client_that_leaves_gives_its_room_back_at_once(service: test_service.Service) -> None:
+def test_a_client_that_leaves_gives_its_room_back_at_once(service: served.Service) -> None:
     """A /run_code whose program would sleep 30 s: the client hangs up, and the queue is free again long
     before the program could have ended (its room was held until then before)."""
     body = json.dumps({"language": "python", "code": "import time\ntime.sleep(30)", "run_timeout": 1}).encode()
@@ -88,7 +88,7 @@ def test_a_client_that_leaves_gives_its_room_back_at_once(service: test_service.
 
 def test_sigterm_stops_the_service_after_its_shutdown_deadline() -> None:
     """A program allowed an hour of CPU and sleeping: without a deadline SIGTERM would wait for it."""
-    started = test_service.start_service("--max-timeout", "3600", "--shutdown-timeout", "1")
+    started = served.start_service("--max-timeout", "3600", "--shutdown-timeout", "1")
     program = {"code": "import time\ntime.sleep(10**6)", "timeout": 3600}
     answers: list[object] = []
 
@@ -104,6 +104,6 @@ def test_sigterm_stops_the_service_after_its_shutdown_deadline() -> None:
     while _health(started.url)["queue_depth"] != 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _health(started.url)["queue_depth"] == 1
-    assert started.stop() == test_service.STOPPED  # stop() waits 60 s at most: the program would take 10**6
+    assert started.stop() == served.STOPPED  # stop() waits 60 s at most: the program would take 10**6
     sender.join(60)
     assert answers and not sender.is_alive()

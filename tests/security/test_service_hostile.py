@@ -1,4 +1,4 @@
-"""The hostile corpus (../shared/data/hostile/, as tests/test_hostile.py runs it) through `potrun serve`:
+"""The hostile corpus (../shared/data/hostile/, as tests/security/test_hostile.py runs it) through `potrun serve`:
 under each policy, every program's verdict through `POST /v1/run` is the one the Python API gives on a
 sandbox of the same options (status, error type and value; where the corpus allows several statuses,
 as for a fork bomb's race, both are among them), and the service answers /health after each one."""
@@ -8,17 +8,17 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from conftest import MEMORY_MB, POLICIES, TIMEOUT_S, WORKERS, Pools, describe
-from test_service import Service, start_service
+from paths import SHARED
+from served import Service, start_service
 
 from potrun import ExecResult
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED
 HOSTILE = [
     json.loads(line) for line in (DATA / "hostile" / "hostile_programs.jsonl").read_text().splitlines() if line.strip()
 ]

@@ -3,62 +3,20 @@ of a JSON body is refused, naming it and the closest known one (item 3)."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import httpx
 import pytest
+from served import Service, start_service
 
 pytest.importorskip("starlette", reason="the serve extra: pip install 'potrun[serve]'")
 
 
-@dataclass
-class Served:
-    process: subprocess.Popen[str]
-    url: str
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def serve(*options: str) -> Served:
-    """`potrun serve` on a free loopback port, once /health answers."""
-    port = free_port()
-    command = [sys.executable, "-m", "potrun", "serve", "--port", str(port), "--timeout", "2", "--memory", "512"]
-    process = subprocess.Popen([*command, *options], stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"potrun serve exited with {process.returncode}: {process.stderr.read()}")  # type: ignore[union-attr]
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return Served(process, url)
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("potrun serve did not answer /health in 90 s")
-
-
-def stop(served: Served) -> str:
-    """SIGTERM; what it wrote to stderr."""
-    served.process.terminate()
-    _, err = served.process.communicate(timeout=60)
-    return err
-
-
 @pytest.fixture(scope="module")
-def service() -> Iterator[Served]:
-    served = serve("--sandbox-workers", "1")
+def service() -> Iterator[Service]:
+    served = start_service("--sandbox-workers", "1", capture_stderr=True)
     yield served
-    stop(served)
+    served.stop_reading_stderr()
 
 
 @pytest.mark.parametrize(
@@ -83,14 +41,14 @@ def service() -> Iterator[Served]:
     ],
 )
 def test_an_unknown_body_field_is_a_400_naming_it(
-    service: Served, path: str, body: dict[str, object], named: str, suggested: str
+    service: Service, path: str, body: dict[str, object], named: str, suggested: str
 ) -> None:
     answer = httpx.post(f"{service.url}{path}", json=body, timeout=60)
     assert answer.status_code == 400, answer.text
     assert repr(named) in answer.text and f"did you mean {suggested!r}" in answer.text
 
 
-def test_run_code_refuses_an_unknown_field_as_pydantic_forbids_one(service: Served) -> None:
+def test_run_code_refuses_an_unknown_field_as_pydantic_forbids_one(service: Service) -> None:
     body = {"code": "print(1)", "language": "python", "run_timout": 1}
     answer = httpx.post(f"{service.url}/run_code", json=body, timeout=60)
     assert answer.status_code == 422
@@ -99,7 +57,7 @@ def test_run_code_refuses_an_unknown_field_as_pydantic_forbids_one(service: Serv
     assert "did you mean 'run_timeout'" in detail["msg"]
 
 
-def test_the_known_fields_still_run(service: Served) -> None:
+def test_the_known_fields_still_run(service: Service) -> None:
     body = {"code": "print(1)", "language": "python", "run_timeout": 2, "compile_timeout": 2, "memory_limit_MB": 256}
     body |= {"stdin": "", "files": {}, "fetch_files": []}
     assert httpx.post(f"{service.url}/run_code", json=body, timeout=60).json()["status"] == "Success"
@@ -112,9 +70,9 @@ def test_the_known_fields_still_run(service: Served) -> None:
 
 
 def test_serve_says_where_it_listens() -> None:
-    served = serve("--sandbox-workers", "1")
+    served = start_service("--sandbox-workers", "1", capture_stderr=True)
     port = served.url.rsplit(":", 1)[1]
-    err = stop(served)
+    err = served.stop_reading_stderr()
     assert f"potrun serve: listening on http://127.0.0.1:{port}" in err
     assert "policy trusted" in err
 
@@ -131,7 +89,7 @@ def test_metrics_count_the_whole_service_under_several_processes() -> None:
     """`--workers 2`: a scrape reaches either process, and each reports every process's programs
     (per-process counters made the totals jump between scrapes)."""
     pytest.importorskip("prometheus_client", reason="the serve extra: pip install 'potrun[serve]'")
-    served = serve("--sandbox-workers", "1", "--workers", "2")
+    served = start_service("--sandbox-workers", "1", "--workers", "2", capture_stderr=True)
     try:
         pids = set()
         runs = 12
@@ -148,4 +106,4 @@ def test_metrics_count_the_whole_service_under_several_processes() -> None:
             assert metric(text, "potrun_queue_limit") == 2 * 4096  # both live processes' limits
             assert metric(text, "potrun_queue_depth") == 0
     finally:
-        stop(served)
+        served.stop_reading_stderr()

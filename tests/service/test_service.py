@@ -7,64 +7,20 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import httpx
 import pytest
+from served import STOPPED, Service, free_port, start_service
 
 pytest.importorskip("starlette", reason="the serve extra: pip install 'potrun[serve]'")
 sandbox_fusion = pytest.importorskip("sandbox_fusion", reason="the sandbox-fusion client (test extra)")
 
 TOKEN = "s3cret-token"
-STOPPED = 0  # a graceful stop
-
-
-@dataclass
-class Service:
-    process: subprocess.Popen[bytes]
-    url: str
-
-    def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
-
-    def stop(self) -> int:
-        """SIGTERM, and the exit code: 0 once every accepted request finished (a graceful stop)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(60)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_service(*options: str) -> Service:
-    """`potrun serve` on a free loopback port with the tests' small limits, once /health answers."""
-    port = free_port()
-    command = [sys.executable, "-m", "potrun", "serve", "--port", str(port), "--sandbox-workers", "2"]
-    command += ["--timeout", "2", "--memory", "512", *options]
-    process = subprocess.Popen(command)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"potrun serve exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return Service(process, url)
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("potrun serve did not answer /health in 60 s")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 verl's reward_kwargs, OpenRLHF's and TRL's options: an unknown key is a UsageError naming it and the
 closest known one; the shared sandbox's limits and workers come from the trainer's config; verl's
 `data_source` chooses the scoring by a mapping the user gives. Each trainer's call is reproduced from its
-source as tests/test_integrations.py does (verl b178a3cd: verl/trainer/ppo/reward.py get_custom_reward_fn
+source as tests/service/test_integrations.py does (verl b178a3cd: verl/trainer/ppo/reward.py get_custom_reward_fn
 merges the config's reward_kwargs into every call; the naive manager calls by keyword, prime's
 positionally from a process pool, the reward loop adds reward_router_address and reward_model_tokenizer)."""
 

@@ -16,15 +16,12 @@ import re
 import shutil
 import subprocess
 import zipfile
-from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from potrun import image
 from potrun.types import SandboxUnavailable
-
-REPO = Path(__file__).resolve().parent.parent
-
 
 # ----------------------------------------------------------------------------------- pure parts
 

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from paths import REPO, TEST_DATA
 
 import potrun
 from potrun.cli import main
@@ -24,9 +25,9 @@ from potrun.comparators import compare
 from potrun.sandbox.api import Sandbox
 from potrun.validation import PROBLEM_CODES, Problem, ValidationReport, validate
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = TEST_DATA
 GOLDS = DATA / "golds_validate.jsonl"
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "golds.jsonl"
+EXAMPLE = REPO / "examples" / "golds.jsonl"
 GSM8K = Path("/work/shared/data/pot/gsm8k_fewshot_codex.jsonl")
 TIMEOUT = 3.0  # the `timeout` gold never ends; `slow` loops for ~1 s of CPU (over 0.1 x 3 s)
 
@@ -65,7 +66,7 @@ EXPECTED: dict[str | int, list[str]] = {
     "import-not-allowed": ["import_not_allowed"],
     "slow": ["slow"],
 }
-# restricted policy only; potrun's own failure; benchmark="docmath" only (tests/test_benchmark_docmath.py)
+# restricted policy only; potrun's own failure; benchmark="docmath" only (tests/benchmarks/test_benchmark_docmath.py)
 NOT_IN_THE_FILE = {"policy_violation", "sandbox_error", "unreadable_by_scorer"}
 
 
