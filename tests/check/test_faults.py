@@ -50,8 +50,6 @@ MACHINE_STATUSES = {"crashed", "sandbox_error", "timeout"}  # what a fault may m
 FAST = ["--workers", "2", "--timeout", "2", "--wall-timeout", "4", "--quiet", "--no-cache"]
 RECORDS = 160
 GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
-if not GSM8K.exists():
-    GSM8K = Path("/work/shared/data/pot/gsm8k_fewshot_codex.jsonl")
 
 
 def program(k: int) -> str:

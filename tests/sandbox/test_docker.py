@@ -25,13 +25,14 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from paths import SHARED
 
 from potrun.cli import main
 from potrun.sandbox import docker as backend
 from potrun.sandbox import isolation
 from potrun.types import Limits, SandboxUnavailable, Status
 
-GSM8K = Path("/work/shared/data/pot/gsm8k_fewshot_codex.jsonl")
+GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
 SLOW_LOOP = "x = 0\nfor i in range(2 * 10**6):\n    x += i\nans = x"
 
 

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from paths import REPO, TEST_DATA
+from paths import REPO, SHARED, TEST_DATA
 
 import potrun
 from potrun.cli import main
@@ -28,7 +28,7 @@ from potrun.validation import PROBLEM_CODES, Problem, ValidationReport, validate
 DATA = TEST_DATA
 GOLDS = DATA / "golds_validate.jsonl"
 EXAMPLE = REPO / "examples" / "golds.jsonl"
-GSM8K = Path("/work/shared/data/pot/gsm8k_fewshot_codex.jsonl")
+GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
 TIMEOUT = 3.0  # the `timeout` gold never ends; `slow` loops for ~1 s of CPU (over 0.1 x 3 s)
 
 # id (or line, for a record without one) -> the problem codes it must get, exactly.
