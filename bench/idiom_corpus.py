@@ -3,7 +3,7 @@
     python bench/idiom_corpus.py            # the whole corpus: idioms, DocMath, peers' cases, PoT GSM8K+SVAMP
     python bench/idiom_corpus.py --no-pot   # without the 2,320 PoT programs (seconds instead of minutes)
 
-The corpus is `tests/idioms.py`: the idioms written there (everyday Python models write: `__main__` guards,
+The corpus is `tests/policies/idioms.py`: the idioms written there (everyday Python models write: `__main__` guards,
 star imports, typing, dataclasses, f-strings, Decimal contexts...) and the programs of the shared data as
 potrun extracts them. Each program runs through the restricted policy in a fork (process backend, the
 policy's compile-time rules and run-time guards decide; a refusal is `policy_violation`). Prints the
@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path[:0] = [str(REPO / "tests" / "policies"), str(REPO / "tests")]  # idioms.py, and the paths.py it reads
 
 from idioms import IDIOMS, REFUSED_DATA, data_programs, idiom_programs  # noqa: E402
 
