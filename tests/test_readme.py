@@ -335,7 +335,7 @@ ELSEWHERE = {
     "python -m potrun": PROSE,
     "python -m pytest -n 2": "names the fast loop's runner in a sentence (its paths are .ci/run-py313's FAST list)",
     "python bench/seccomp_cost.py": LONG,
-    "python -s -P -m potrun.sandbox.worker": "the worker's command line: the pool starts it in every sandbox test",
+    "python -s -P -m potrun.sandbox.inside.worker": "the worker's command line: the pool starts it in every sandbox test",
     "python -c": PROSE,
     "docker run": PROSE,
     "docker build": PROSE,
