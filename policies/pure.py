@@ -11,9 +11,9 @@ builtins and attribute names are within that policy's; tests/test_pure.py checks
 
 `why_not_pure(code)` proves it on the compiled code object (not the AST: an AST walk costs more than the
 program itself), recursing into the code objects among its constants, with C-level operations on the
-bytecode (~1.2 us for a GSM8K program); a Python walk over the instructions only for code objects with
-EXTENDED_ARG, an import or the name `str`. It returns None when it proves the program pure, else a short
-reason. A program is pure when every code object in it
+bytecode (about a microsecond for a GSM8K program: docs/performance.md); a Python walk over the
+instructions only for code objects with EXTENDED_ARG, an import or the name `str`. It returns None when
+it proves the program pure, else a short reason. A program is pure when every code object in it
 
 - runs on a CPython release whose opcodes were reviewed, REVIEWED_VERSIONS (3.11 and 3.13; on any
   other, nothing is proven and `warm_tier_refusal()` says so);
@@ -993,7 +993,7 @@ def exec_pure(code: types.CodeType, namespace: dict[str, object]) -> None:
     """exec(code, namespace) in a copy of the runner's context. numpy's error state and print options
     and decimal's context are context variables: a library call that sets one and fails to restore it
     (a MemoryError inside `np.errstate.__exit__`, deep in np.linalg.inv) then leaves it in that copy,
-    which dies with the program, never in the runner. Costs ~0.15 us."""
+    which dies with the program, never in the runner. Costs a fraction of a microsecond."""
     contextvars.copy_context().run(exec, code, namespace)
 
 
