@@ -3,7 +3,7 @@
     python bench/load_independence.py                 # GSM8K and SVAMP, default limits (20 s of CPU)
     python bench/load_independence.py --hogs 8        # a heavier hog
 
-Runs `potrun check` on ../shared/data/pot as the README's reproduction does (GSM8K with `--compare
+Runs `potrun check` on ../shared/data/pot as docs/benchmarks.md's reproduction does (GSM8K with `--compare
 pot`, SVAMP with `--compare pot --abs`), first on the machine as it is, then again while HOGS busy-loop
 processes (default: twice the cores this process may use) compete for every core; the hog processes
 are started and killed here. Then compares the two runs record by record (status, value, correct) and

@@ -10,7 +10,7 @@ last-number fallback of chain-of-thought extraction). Grammar, in order::
 core: `1,234,567.8`, `1 000`, `1{,}234`, `10,\\!000`, `2,50`, `.5`, `1.5e6`, `3/4`, `\\frac{a}{b}` (also
 `\\dfrac`, `\\tfrac`, `\\cfrac`, `\\frac34`), `10^{6}`.
 
-Decisions (peers disagree; see tests/test_numbers.py):
+Decisions (peers disagree; see tests/extractors/test_numbers.py):
 - `value` is the number as written, sign applied, WITHOUT scale or percent: "3.5 million" -> 3.5.
   `scaled()` applies them.
 - Ints stay ints when written as ints ("1,234" -> 1234, "3 × 10^6" -> 3000000); a decimal point,

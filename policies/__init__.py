@@ -76,7 +76,7 @@ WRITABLE_ATTRIBUTES: dict[str, frozenset[str]] = {
 
 # Library classes a program's class may derive from and still write attributes on its instances: their
 # code reads no attribute of the instance as a name, a key of its `__dict__` or code (the allowlist
-# sweep in tests/test_allowlist_sweep.py checks it), so what the program writes stays its data.
+# sweep in tests/security/test_allowlist_sweep.py checks it), so what the program writes stays its data.
 # A program class derived from any other library class (`functools.cached_property`, whose `attrname`
 # names the attribute its code sets) writes no attribute.
 WRITABLE_BASES: dict[str, str] = {

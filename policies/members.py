@@ -461,7 +461,7 @@ def _qualified(module: str, reason: str, names: str) -> dict[str, str]:
     return {f"{module}.{name}": reason for name in names.split()}
 
 
-# The allowlist sweep's review (tests/test_allowlist_sweep.py): members whose code, or the code one level
+# The allowlist sweep's review (tests/security/test_allowlist_sweep.py): members whose code, or the code one level
 # below it, reaches frames, eval/exec/compile, setattr, an object's __dict__, getattr by a computed name or
 # globals(). Each with the reason that reach is safe as the member uses it. A member the sweep flags and
 # this does not list fails the sweep: it is refused until reviewed.

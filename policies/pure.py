@@ -7,13 +7,13 @@ library containers and caches, the builtins dict, the runner's own modules and f
 contexts, numpy's error and print state, ABC registries, the codec registry, threads, processes.
 Everything not proven goes to the fork tier; a refusal costs speed, never safety. The verdict does not
 depend on the policy: an admitted program does nothing the restricted policy forbids (its modules,
-builtins and attribute names are within that policy's; tests/test_pure.py checks it).
+builtins and attribute names are within that policy's; tests/policies/test_pure.py checks it).
 
 `why_not_pure(code)` proves it on the compiled code object (not the AST: an AST walk costs more than the
 program itself), recursing into the code objects among its constants, with C-level operations on the
-bytecode (~1.2 us for a GSM8K program); a Python walk over the instructions only for code objects with
-EXTENDED_ARG, an import or the name `str`. It returns None when it proves the program pure, else a short
-reason. A program is pure when every code object in it
+bytecode (about a microsecond for a GSM8K program: docs/performance.md); a Python walk over the
+instructions only for code objects with EXTENDED_ARG, an import or the name `str`. It returns None when
+it proves the program pure, else a short reason. A program is pure when every code object in it
 
 - runs on a CPython release whose opcodes were reviewed, REVIEWED_VERSIONS (3.11 and 3.13; on any
   other, nothing is proven and `warm_tier_refusal()` says so);
@@ -295,7 +295,7 @@ _REFUSED_OPCODES_313: dict[str, str] = {
     ),
 }
 
-# CALL_INTRINSIC_1's functions that a pure program may call, by argument (tests/test_pure.py checks each
+# CALL_INTRINSIC_1's functions that a pure program may call, by argument (tests/policies/test_pure.py checks each
 # number against the name dis gives it).
 ALLOWED_INTRINSICS: dict[int, str] = {
     3: "INTRINSIC_STOPITERATION_ERROR: a generator turns a StopIteration raised inside it into RuntimeError",
@@ -494,7 +494,7 @@ PURE_MODULES: dict[str, dict[str, str]] = {
 # ---------------------------------------------------------------------------------------- attributes
 # Attribute names a pure program may read on any value (members of pure modules are allowed too). An
 # attribute is allowed by name alone, since bytecode does not tell types apart: each name was checked
-# on every type a pure program can hold (tests/test_pure.py probes them). Never frames, code, globals,
+# on every type a pure program can hold (tests/policies/test_pure.py probes them). Never frames, code, globals,
 # buffers (`base`, `data`, `ctypes`, `flags`, `view`), file writers (`tofile`, `dump`), `dtype` (shared
 # descriptor objects), field walkers (`format`, `format_map`), codecs (`encode`, `decode`), nor any
 # name starting with "_".
@@ -993,7 +993,7 @@ def exec_pure(code: types.CodeType, namespace: dict[str, object]) -> None:
     """exec(code, namespace) in a copy of the runner's context. numpy's error state and print options
     and decimal's context are context variables: a library call that sets one and fails to restore it
     (a MemoryError inside `np.errstate.__exit__`, deep in np.linalg.inv) then leaves it in that copy,
-    which dies with the program, never in the runner. Costs ~0.15 us."""
+    which dies with the program, never in the runner. Costs a fraction of a microsecond."""
     contextvars.copy_context().run(exec, code, namespace)
 
 

@@ -1366,7 +1366,7 @@ def close_sympy_escape_hatches() -> None:
     which a symbol or function name is printed as written (nsolve, Sum.evalf and CRootOf.evalf call
     it). In a restricted runner parse_expr is refused, and lambdify runs only on expressions made of
     sympy's own classes whose names are plain identifiers. Both are replaced in every sympy module
-    that holds them, once per process (3 ms here): a worker of the restricted policy may call this
+    that holds them, once per process (milliseconds): a worker of the restricted policy may call this
     once it has imported sympy, and its forks inherit it; refusals go to the Guards whose program
     runs (`begin()`). A process that runs trusted programs must not call it.
 

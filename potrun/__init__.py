@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports e
 
 # Loaded on first use, by name -> module. No name here is also a submodule's name: `from potrun
 # import X` reads the package attribute X, and importing a submodule X makes that attribute the
-# module (tests/test_public_api.py checks every name).
+# module (tests/package/test_public_api.py checks every name).
 _LAZY = {
     "Sandbox": "potrun.sandbox.api",
     "SandboxConfig": "potrun.sandbox.api",

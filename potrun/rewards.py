@@ -29,10 +29,10 @@ of results that also lives across calls (rollouts repeat programs). `configure(.
 one is a UsageError at once (they are checked as a SandboxConfig: nothing starts).
 The reward functions are safe to call from any number of threads at once (verl's and reward
 servers' thread pools), and their programs share the one pool's pipelines: no lock serializes them.
-(Per-sample calls from 32 threads measured 0.36-0.66x, medians 0.40-0.60, the throughput of one
-batched call on 2 cores, 2-3x what the old lock allowed: each call's thread hand-offs and cache-cold
-work, on the parent's one GIL, not the workers, bound them; bench/handoff_floor.py measures the
-floor of such hand-offs without potrun. Batch where you can.)
+(Per-sample calls from many threads still reach well under the throughput of one batched call: each
+call's thread hand-offs and cache-cold work, on the parent's one GIL, not the workers, bound them;
+bench/threaded_rewards.py measures the ratio and bench/handoff_floor.py the floor of such hand-offs
+without potrun, docs/performance.md has the figures. Batch where you can.)
 `make_reward_function(asynchronous=True)` makes an `async def` reward (for trainers whose reward
 loops await their rewards).
 """

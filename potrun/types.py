@@ -61,7 +61,7 @@ ENTRY_VARIABLES = (Entry.ANS.value, Entry.ANSWER.value, Entry.RESULT.value)
 
 
 class Isolation(StrEnum):
-    """Which tiers may run a program (README, "Tiers").
+    """Which tiers may run a program (docs/sandbox.md, "Tiers").
 
     Each result says the tier that ran it (`ExecResult.isolation`: "warm" or "fork")."""
 
@@ -70,12 +70,11 @@ class Isolation(StrEnum):
 
 
 # The CPU seconds a program may use, unless told: twice what the slowest real programs need at the
-# slowest hour measured. CPU time on a shared machine is not constant: on the 2-core VM potrun is
-# measured on, the same program's CPU time varies up to 3x from hour to hour (other tenants, caches;
-# a local hog adds ~15%), so a program within half of the limit can flip between ok and timeout. The
-# slowest real programs of the PoT generations (GSM8K lines 856 and 826) took 3.4-10.2 s and 2.9-6.8 s
-# of CPU idle (bench/load_independence.py): at 10 s, line 856 passed the limit under a hog at one
-# hour, and it took 10.2 s idle at another.
+# slowest hour. CPU time on a shared machine is not constant (other tenants, caches, a local hog): the
+# same program's CPU time can vary severalfold from hour to hour, so a program within half of the limit
+# can flip between ok and timeout. bench/load_independence.py checks that the PoT generations' slowest
+# programs (GSM8K lines 856 and 826) get the same verdict idle and under a hog at this limit; the
+# figures are in docs/performance.md, their history (why 10 s was not enough) in CHANGELOG.md.
 DEFAULT_TIMEOUT_S = 20.0
 DEFAULT_MEMORY_MB = 2048  # address space of a program's process
 DEFAULT_OUTPUT_BYTES = 1_000_000  # stdout + stderr + the result's encoding
@@ -153,7 +152,7 @@ class ExecResult:
     stderr: str = ""  # the tail of what it wrote to stderr (bounded; never read as the answer)
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    peak_rss_mb: float | None = None  # a fork's peak resident set, from wait4; None in the warm tier (README)
+    peak_rss_mb: float | None = None  # a fork's peak resident set, from wait4; None in the warm tier (docs/python.md)
     attempts: int = 1
     captured: tuple[float, ...] | None = None  # numbers the program's variables held (requests with capture)
     isolation: str | None = None  # the tier that ran it: "warm" or "fork" (None: it never reached a runner)

@@ -1,5 +1,5 @@
 """Benchmarks out of the box: `potrun check FILE --benchmark NAME` reads a benchmark's own files and
-reproduces its official verdicts and metrics (issue #17; README "Benchmarks").
+reproduces its official verdicts and metrics (issue #17; docs/benchmarks.md).
 
 One module per benchmark, each with `for_file(path, strict) -> BenchmarkRun` (`potrun.check.pipeline`): the
 rules for that file (what its path says: DocMath's prompt type, FineReason's puzzle and task), each

@@ -7,8 +7,8 @@
   over several samples) has a **percentile bootstrap** interval: `BOOTSTRAP_RESAMPLES` resamples drawn
   with numpy's default generator seeded with `BOOTSTRAP_SEED`, so the same scores give the same interval
   in every run and on every machine. It draws BOOTSTRAP_RESAMPLES x n indexes, in chunks of 2 million
-  (32 MB): about 5 s for 100,000 scores on a busy 2-core machine, and only for such scores (verdicts
-  alone need none: their interval is Wilson's).
+  (32 MB): seconds for 100,000 scores, and only for such scores (verdicts alone need none: their
+  interval is Wilson's).
 - Two runs on the same records are compared with **McNemar's exact test**: under "no difference" each
   record whose verdict changed went either way with probability 1/2, so the p-value is the two-sided
   binomial probability of a split at least as uneven as the one seen among the discordant records.

@@ -1,7 +1,7 @@
 """The `potrun` command (also `python -m potrun`). It calls the public API only: the names in
 `potrun.__all__` and in the `__all__` of the modules it imports.
 
-Exit codes (README, "Exit codes"): a command's result is 0 (done) or 1 (`check`: below --fail-under
+Exit codes (docs/usage.md, "Exit codes"): a command's result is 0 (done) or 1 (`check`: below --fail-under
 or no record scored or graded; `validate`: a gold has errors; `run`: the program's status is not ok; `image
 exists`: the image is absent; `image build`: the build failed); `run` also 3 for sandbox_error. An
 error is its class's code in ERROR_EXITS: 2 bad usage, unreadable input or an unwritable output; 3 no

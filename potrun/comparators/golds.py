@@ -14,7 +14,7 @@ that 0.55 would round to). No peer's own data has such golds, so no reproduced s
 A gold string that spells a plain number ("72", "-3.5", "1,234": `plain_number`; verl's ground_truth,
 HF datasets' columns) is a number under every preset, as each peer's own data holds its numbers: `pot`
 gets the float PoT's data stores, `longdocurl` infers the Integer or Float format from it (without an
-`answer_format`); the others read number strings already (README, "Comparators", has the table).
+`answer_format`); the others read number strings already (docs/comparators.md has the table).
 
 The gold forms of the default rules (`read_gold`; the rules themselves are in
 `potrun.comparators.default`): not answerable (None), a truth value (bool), a range (`GoldRange`,

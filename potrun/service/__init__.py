@@ -1,4 +1,4 @@
-"""`potrun serve`: the sandbox over HTTP, for trainers and tools that call one (README, "The service").
+"""`potrun serve`: the sandbox over HTTP, for trainers and tools that call one (docs/service.md).
 
 - `app.py`: the ASGI app (Starlette): SandboxFusion's `POST /run_code`, potrun's `POST /v1/run` and
   `POST /v1/score`, OpenRLHF's remote reward at `POST /openrlhf/reward`, `GET /health`, `GET /metrics`;

@@ -1,6 +1,6 @@
 """The service's ASGI app: `make_app(ServiceConfig(...))`, served by uvicorn (`potrun serve`).
 
-Routes (README, "The service"):
+Routes (docs/service.md):
 
     POST /run_code         SandboxFusion's, for language python (fusion.py): one program, one answer
     POST /v1/run           {"programs": [source | {"code", "entry", "timeout", "memory_mb", "stdin",
@@ -59,7 +59,7 @@ from potrun.service.admission import Admission, QueueFull, TooLarge
 from potrun.service.metrics import Metrics
 from potrun.types import ExecResult, PotrunError, UsageError
 
-QUEUE_LIMIT = 4096  # programs in flight per process: ~2 s of a 2-core pool's warm throughput
+QUEUE_LIMIT = 4096  # programs in flight per process: a few seconds of a small pool's warm throughput
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a /run_code with 16 MiB of files in base64, and room
 NDJSON = "application/x-ndjson"
 
@@ -347,7 +347,7 @@ def client_namespace(request: Request) -> bytes:
     return hashlib.sha256(f"{credentials}\0{host}".encode("utf-8", "surrogatepass")).digest()
 
 
-# The fields of each JSON body (README, "potrun serve"): any other is a 400 naming it and the closest.
+# The fields of each JSON body (docs/service.md): any other is a 400 naming it and the closest.
 SCORE_FIELDS = ("completions", "golds", "preset", "mode", "shaped", "scale", "compare_options")
 RUN_PROGRAM_FIELDS = ("code", "entry", "timeout", "memory_mb", "stdin", "files")
 

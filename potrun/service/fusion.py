@@ -15,7 +15,7 @@ the status Python would end with (`ExecResult.exit_code`: 256 is 0, '0' is 1 wit
 raised, was refused or ran out of memory or output has 1 and its error as the last line of stderr, as
 Python's would end; a timeout is `TimeLimitExceeded` with no return code. potrun's own failure
 (`sandbox_error`) is `SandboxError`. `run_timeout` is the CPU limit (the wall-clock net is 5 times it:
-README, "Options"). stdout and stderr come back whole, up to the output limit (`full_output`).
+docs/usage.md, "Options"). stdout and stderr come back whole, up to the output limit (`full_output`).
 
 A language SandboxFusion knows but this service does not run is answered as SandboxFusion answers a
 runner's failure (status SandboxError, the reason in message); one it does not know, or a request

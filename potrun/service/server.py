@@ -1,5 +1,5 @@
 """`serve`: run the service under uvicorn, in one process or in several (`processes`), each with its
-own sandbox pool (README, "The service": replicas behind a balancer scale it past one machine)."""
+own sandbox pool (docs/service.md, "Scale-out": replicas behind a balancer scale it past one machine)."""
 
 from __future__ import annotations
 

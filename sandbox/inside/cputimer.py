@@ -8,9 +8,8 @@ Python-level check could interrupt. The worker reads a death by SIGPROF as `time
 
 Why this clock and not `setitimer(ITIMER_PROF)` or RLIMIT_CPU: those two count the process's CPU time
 by sampling the scheduler's tick (each tick charges a whole tick to whoever runs), which on a busy
-machine strays by a few percent either way (measured on the 2-core machine under 4 busy processes:
-1 s of ITIMER_PROF ended at 0.989 to 1.021 s of rusage); the process CPU clock is the scheduler's exact
-runtime (the same runs ended at 1.0025 to 1.0053 s, one tick late at most). A verdict that depends on
+machine strays by a few percent either way; the process CPU clock is the scheduler's exact runtime
+(one tick late at most; docs/performance.md has the measurement). A verdict that depends on
 the load is what this module exists to remove.
 
 Where `timer_create` cannot be reached (no C library symbol), `CpuTimer` falls back to

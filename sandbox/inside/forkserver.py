@@ -3,7 +3,7 @@
 A fork is a copy of the process it is made from, freed memory included. Forked from the worker, a
 program that escaped its policy (or any trusted one: `ctypes.string_at`, `gc.get_objects`, frames)
 could read the worker's memory: the sources of the programs queued behind it, and the answers of
-those before it, freed but not overwritten (red team, session 14: a program read both). In RL the
+those before it, freed but not overwritten (a red team's program read both). In RL the
 programs of one batch are completions of the same prompt: one that reads another's answer and returns
 it is rewarded for it.
 

@@ -80,7 +80,7 @@ PRELOAD = (
 )
 # Allowed modules that a worker imports only once its programs need them, outside any program's limits:
 # every module a worker holds makes each of its forks dearer (numpy doubles the memory a fork copies
-# and its exit unmaps: a fork runs 1,190 programs/s here without it, 967/s with it), and most programs
+# and its exit unmaps: a worker holding it forks markedly slower, docs/performance.md), and most programs
 # never use it. numpy, numpy.linalg and numpy.random (NUMPY) come before a warm runner starts, or before a
 # fork whose program names numpy (numpy.random with them, so that its global generator is always the
 # worker's, seeded per program: one imported by the fork itself would draw its seed at another point of
@@ -94,7 +94,7 @@ WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # to read answers, and a runner blocked on writing a large answer cannot block it in turn.
 WARM_QUEUE_BYTES = 32 * 1024
 # Bytes asked of one read: a pipe holds 64 KiB, so asking more gains nothing, and a 1 MiB buffer costs
-# an mmap, page faults and an munmap on every read (~20 us, more than the read itself).
+# an mmap, page faults and an munmap on every read (more than the read itself).
 READ_SIZE = 1 << 16
 POLL_S = 0.002  # how often, at most, the worker looks for a warm runner's answers while they flow...
 SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
@@ -239,7 +239,7 @@ class Worker:
         read_anything = self.uid is not None and not isolation.python_reachable_by_others()
         processes_capped = self.cgroup is not None or isolation.under_pids_limit()
         # Each runner's OOM score is raised by the worker, just after the fork: in the fresh fork the
-        # same write cost ~80 us of page faults (6-20% of a fork's programs/s here).
+        # same write would cost page faults, a noticeable share of a fork's throughput.
         self._raise_oom_score = self.memory is not None and self.oom_protected
         self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
         self.warm_scratch = self._own_directory("warm", self.entry.uid)  # emptied when the runner is replaced
@@ -887,8 +887,8 @@ def _serve_warm(requests: int, results: int) -> None:
             result, recycle = runner.run(request)
             # What the program left (a heap glibc keeps, fragments) must not decide a later one's verdict:
             # looked at after a program that took long enough to have touched the margin's worth of memory
-            # (zeroing 24 MB takes longer), and every FOOTPRINT_EVERY programs for slow growth; a GSM8K
-            # program takes ~12 us, the look ~2 us. The worker looks again before each fork (the cgroup).
+            # (zeroing 24 MB takes longer), and every FOOTPRINT_EVERY programs for slow growth: the look
+            # costs a fraction of a quick GSM8K program. The worker looks again before each fork (the cgroup).
             checked += 1
             if not recycle and (runner.last_wall_s > FOOTPRINT_AFTER_S or checked % FOOTPRINT_EVERY == 0):
                 recycle = footprint.over_margin()

@@ -139,8 +139,8 @@ def remove_ipc_objects() -> int:
     """Remove every SysV shared memory segment, semaphore set and message queue of this IPC
     namespace (the worker's own, `unshare_ipc`), so that none outlives the program that made it: the
     worker runs one program at a time, and calls this when one ends. Returns how many it removed.
-    (A namespace per program would do it too, at ~145 us per fork here; this asks three *_INFO calls,
-    ~2 us, and reads a listing only for a kind that has objects.)"""
+    (A namespace per program would do it too, at a far higher cost per fork; this asks three *_INFO
+    calls and reads a listing only for a kind that has objects: docs/performance.md has the figures.)"""
     removed = 0
     for kind, (info, field, remove) in _IPC.items():
         if _ipc_count(info, field) == 0:
@@ -171,7 +171,7 @@ def fork() -> int:
     Those repair the state of other Python threads (threading's handler) and reseed `random`; with no
     other Python thread there is nothing to repair (native threads, as BLAS may start, are libc's
     business, in either fork), and a runner seeds `random` per program anyway. The handlers cost a
-    fresh child ~190 copy-on-write page faults: about 0.4 ms of every fork."""
+    fresh child copy-on-write page faults, a large share of every fork (docs/performance.md)."""
     if threading.active_count() > 1:
         return os.fork()
     pid: int = _libc_fork()
@@ -184,7 +184,7 @@ def fork() -> int:
 def mount_private_scratch(path: str) -> bool:
     """Mount a small tmpfs on `path`, seen only by this process and its children (a new mount
     namespace): programs can fill SCRATCH_MB of memory there, never the machine's disk, and a
-    directory is made and removed in microseconds (ext4 took ~60 us). It goes with the namespace,
+    directory is made and removed in microseconds, far faster than on ext4. It goes with the namespace,
     when the worker and its runners are gone."""
     if _libc.unshare(CLONE_NEWNS) != 0:
         return False
@@ -412,8 +412,8 @@ def under_pids_limit() -> bool:
 
 def scrub_environment() -> None:
     """Keep only SAFE_ENVIRONMENT (and the hash seed): done once, by the worker after its imports, so
-    that every runner inherits it. (Checking it in each fork cost ~0.3 ms: Python code run for the
-    first time in a fresh fork pays a page fault for nearly every object it touches.)"""
+    that every runner inherits it. (Checking it in each fork would cost every fork: Python code run for
+    the first time in a fresh fork pays a page fault for nearly every object it touches.)"""
     seed = os.environ.get("PYTHONHASHSEED")
     os.environ.clear()
     os.environ.update(SAFE_ENVIRONMENT)
@@ -427,7 +427,7 @@ class RunnerEntry:
     Made once in the worker, which then holds what every runner inherits: no core files, the file
     size limit, /dev/null open. `enter` runs in each freshly forked runner, and does only what differs
     per runner: Python run for the first time in a fresh fork pays a page fault for nearly every object
-    it touches (~3 us each, copied), so every line here costs every program.
+    it touches (each a page copied), so every line here costs every program.
 
     `uid`: the unprivileged uid warm runners switch to, forks to `fork_uid` (None: they keep the
     worker's). `read_anything`:
@@ -523,7 +523,7 @@ def kill_group(pid: int) -> None:
 
 class ChildList:
     """This process's children, zombies included, from /proc through a descriptor kept open: one pread
-    each time (~0.5 us; opening the file each time cost ~12 us, after every batch of answers).
+    each time (opening the file each time cost over twenty times as much, after every batch of answers).
     Open it in the process whose children it lists."""
 
     _READ = 1 << 16  # one pread of this size is cheap; a larger buffer costs an mmap each time

@@ -14,9 +14,9 @@ CAP_SYS_RESOURCE) and raises each runner's to 1000 just after the fork, so that 
 program, not the worker. A program during which the `oom_kill` count grew (its runner, or any of its
 processes, was killed) is `memory_limit`.
 
-Cost (measured in fresh forks of a 30 MB process, cgroup v1, kernel 6.18 here): moving the fork in
-by writing cgroup.procs took ~110 us, ~13 us of it the kernel's, the rest the fork's page faults;
-joining once costs a fork nothing. The worker's one pread of the OOM count per fork is ~2 us.
+Cost: moving each fork in by writing cgroup.procs costs the fork page faults, many times the kernel's
+own share of the move; joining once costs a fork nothing, and the worker's one pread of the OOM count
+per fork is small beside a program (docs/performance.md has the figures).
 
 cgroup v1 (memory controller mounted at /sys/fs/cgroup/memory): memory.limit_in_bytes, and
 memory.memsw.limit_in_bytes where swap accounting is on (no swap on top); OOM kills counted in
@@ -125,7 +125,7 @@ class MemoryCgroup:
         self.anonymous_baseline = self.anonymous()
 
     def anonymous(self) -> int:
-        """Anonymous bytes charged here (memory.stat's rss on v1, anon on v2; ~25 us): no page cache,
+        """Anonymous bytes charged here (memory.stat's rss on v1, anon on v2): no page cache,
         which the kernel reclaims before any OOM kill, and no tmpfs or memfd pages."""
         if self._stat < 0:
             return 0
@@ -264,7 +264,7 @@ def set_oom_score(value: int) -> bool:
 # What a warm runner may hold, above what it held before its first program, once a program is over
 # (resident anonymous memory: its heap, its arenas, its copies of the worker's pages). Past it the
 # runner is replaced: a program's memory verdict must not depend on what an earlier one left behind
-# (red team, issue 35: a pure numpy program left its runner at 400-900 MB, and the next fork that
+# (issue 35: a pure numpy program left its runner hundreds of MB larger, and the next fork that
 # needed its whole limit was killed for memory, or the OOM killer took the warm runner and its death
 # was blamed on the next program). The worker's memory cgroup leaves this much room for it above a
 # program's own limit (`set_limit`), so a fork always has its limit and the slack.
@@ -280,7 +280,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 class Footprint:
     """This process's resident anonymous memory (/proc/self/statm: resident less file-backed and
-    shared pages), read with one pread of a descriptor kept open (~2 us), against its value when made."""
+    shared pages), read with one pread of a descriptor kept open (cheap), against its value when made."""
 
     def __init__(self) -> None:
         self._fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)

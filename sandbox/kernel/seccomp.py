@@ -14,8 +14,8 @@ widen a program's reach if another layer failed, answer EPERM: mounts and the ne
 pivot_root and chroot, new namespaces (unshare, setns, and clone with a namespace flag or
 CLONE_PARENT), ptrace and process_vm_readv/writev, the kernel keyring, bpf, perf_event_open,
 userfaultfd, kernel modules, kexec, swap, reboot, acct, quotactl, iopl/ioperm, file handles, POSIX
-message queues and new SysV objects (which would carry notes from one program to the next: red team,
-session 13). clone3, whose flags a filter cannot read, answers ENOSYS, so that the C library falls back
+message queues and new SysV objects (which would carry notes from one program to the next, as a red team
+showed). clone3, whose flags a filter cannot read, answers ENOSYS, so that the C library falls back
 to clone, whose flags are checked. A system call of another ABI (x32, or i386 on x86_64) kills the
 process: the numbers below would not hold there.
 
@@ -45,7 +45,7 @@ OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data (args[0]'s
 # Namespace flags of clone(2): NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 # CLONE_PARENT makes a sibling, not a child: a runner's would be its fork server's child, out of reach of
-# the worker's sweep of strays (red team, session 14: one outlived its program and killed every later one)
+# the worker's sweep of strays (a red team's outlived its program and killed every later one)
 CLONE_PARENT = 0x00008000
 CLONE_REFUSED = CLONE_NAMESPACES | CLONE_PARENT
 

@@ -629,6 +629,6 @@ def _load(slot: Slot) -> int:
 
 def default_workers(isolation: Isolation = Isolation.WARM) -> int:
     """One worker per core; two for fork isolation, where a worker waits while its fork runs and exits
-    (measured on 2 cores: ~10% more programs/s than one per core; no gain beyond two)."""
+    (two per core gave more programs/s than one, more than two no gain: docs/performance.md)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return 2 * cores if isolation is Isolation.FORK else cores

@@ -147,8 +147,8 @@ def _next_cpu() -> int | None:
 def _pin(pid: int, cpu: int) -> None:
     """Keep a worker, and the runners it forks, on one CPU. A fork write-protects the worker's pages
     and must flush them from the TLB of every CPU that the worker ran on lately: by interrupts to the
-    other CPUs, which a virtual machine makes dear. Pinned, that flush stays local: a fork took 235 us
-    instead of 400 us here, and a forked program 1.63 ms of CPU in all instead of 2.0 ms."""
+    other CPUs, which a virtual machine makes dear. Pinned, that flush stays local, and a fork and its
+    program cost markedly less CPU (docs/performance.md)."""
     try:
         os.sched_setaffinity(pid, {cpu})
     except OSError:

@@ -1,9 +1,10 @@
-"""Every code block and command in README.md is run here, or named in `ELSEWHERE` with the reason.
+"""Every code block and command in README.md and docs/*.md is run here, or named in `ELSEWHERE` with the reason.
 
-The README is read into items: each fenced Python block, each command line of an indented block, each
-command in inline code (a span that starts with potrun, python, pip, bash, ray or docker), and the
-indented blocks that are not commands (an output example, the layout). `test_every_item_is_accounted_for`
-fails when the README gains an item that no table here names, or loses one that a table names.
+The README and each page of docs/ are read into items: each fenced Python block, each command line of an
+indented block, each command in inline code (a span that starts with potrun, python, pip, bash, ray or
+docker), and the indented blocks that are not commands (an output example, the layout). `test_every_item_is_accounted_for`
+fails when the docs gain an item that no table here names, or lose one that a table names (an item
+written on two pages is one item).
 
 Python blocks run in a fresh interpreter with a temporary working directory holding a copy of
 examples/ (and ../shared beside it, as in a checkout), and print what their comments say. Commands run
@@ -26,6 +27,7 @@ import pytest
 from paths import REPO
 
 README = REPO / "README.md"
+DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]  # the README, then the pages of the mkdocs site
 SHARED = REPO.parent / "shared"
 COMMAND_WORDS = ("potrun", "python", "pip", "bash", "ray", "docker")
 
@@ -35,10 +37,23 @@ class Item:
     kind: str  # python, command, text
     line: int
     text: str
+    path: Path = README
+
+
+def docs_items(paths: list[Path]) -> list[Item]:
+    """The items of every page, in order, each once (a command written twice, on one page or two, is one item)."""
+    items = [item for path in paths for item in page_items(path)]
+    seen: set[tuple[str, str]] = set()
+    return [item for item in items if (item.kind, item.text) not in seen and not seen.add((item.kind, item.text))]
+
+
+def page_items(path: Path) -> list[Item]:
+    """One page's items, in order, each with the page it is on."""
+    return [Item(item.kind, item.line, item.text, path) for item in readme_items(path.read_text(encoding="utf-8"))]
 
 
 def readme_items(text: str) -> list[Item]:
-    """The README's items, in order, each once (a command written twice is one item)."""
+    """A page's items, in order, each once (a command written twice is one item)."""
     lines = text.split("\n")
     items: list[Item] = []
     prose: list[str] = []
@@ -76,7 +91,7 @@ def _block_items(block: list[str], first_line: int) -> list[Item]:
         if command.split(" ", 1)[0] in COMMAND_WORDS:
             commands.append(Item("command", n, command))
         elif commands:
-            raise AssertionError(f"README line {n}: a line in a command block that is not a command")
+            raise AssertionError(f"line {n}: a line in a command block that is not a command")
     return commands or [Item("text", first_line, block[0].strip())]
 
 
@@ -142,7 +157,7 @@ def _puzzles(out: subprocess.CompletedProcess[str], cwd: Path) -> None:
     assert (summary["correct"], summary["scored"], summary["checklist_accuracy"]) == (6, 9, 0.6)
 
 
-# The JSON line the README shows for line 3 of examples/golds.jsonl ("..." stands for more fields).
+# The JSON line the docs show (docs/validation.md) for line 3 of examples/golds.jsonl ("..." stands for more fields).
 VALIDATE_LINE_3 = {
     "line": 3,
     "id": "fin-003",
@@ -214,7 +229,7 @@ RUN: dict[str, tuple[tuple[str, ...], Callable[[subprocess.CompletedProcess[str]
         True,
     ),
     "potrun validate examples/golds.jsonl --out report.jsonl --fix-answers fixed.jsonl": ((), _validate_golds, False),
-    # `--timeout 30`: line 826's ~3.8 s loop can pass the 5 s CPU limit on a busy machine (the README says so)
+    # `--timeout 30`: line 826's ~3.8 s loop can pass the 5 s CPU limit on a busy machine
     "potrun validate ../shared/data/pot/gsm8k_fewshot_codex.jsonl --program-field generated --answer-field answer "
     "--compare pot": (("--timeout", "30", "--quiet"), _validate_gsm8k, True),
     "potrun check examples/puzzles.jsonl --mode auto": (("--quiet", "--summary-json", "summary.json"), _puzzles, False),
@@ -261,7 +276,7 @@ CI = "run by .ci/run (the editable install, .ci/lint, the tests) and .ci/check-w
 DOCKER = "needs a Docker engine (and root, apt and a mirror for setup-docker.sh): run by .ci/run"
 NETWORK = "downloads from a package index"
 CLUSTER = "needs a Ray cluster of several machines (tests/check/test_ray.py runs the engine on a local instance)"
-LONG = "a benchmark: minutes of machine time, its figure measured by hand (the Benchmarks table)"
+LONG = "a benchmark: minutes of machine time, its figure measured by hand (docs/performance.md)"
 PROSE = "names a command or part of one in a sentence; nothing to run"
 ELSEWHERE = {
     "pip install . && potrun check examples/docmath_outputs.jsonl": CI,
@@ -314,6 +329,12 @@ ELSEWHERE = {
     "potrun report": PROSE,
     "potrun check preds.jsonl": "a placeholder for the user's file (the bundled example runs in .ci/check-wheel)",
     "potrun check PREDS --out FILE --resume": "a placeholder; resuming is tested in tests/check/test_durability.py",
+    "pip install -e '.[docs]'": NETWORK,
+    "pip install -e '.[docs]' && mkdocs serve": "a web server that runs until stopped; tests/docs/test_docs.py builds the site with mkdocs build --strict",
+    "potrun check": PROSE,
+    "python -m potrun": PROSE,
+    "python -m pytest -n 2": "names the fast loop's runner in a sentence (its paths are .ci/run-py313's FAST list)",
+    "python bench/seccomp_cost.py": LONG,
     "python -s -P -m potrun.sandbox.inside.worker": "the worker's command line: the pool starts it in every sandbox test",
     "python -c": PROSE,
     "docker run": PROSE,
@@ -324,14 +345,15 @@ ELSEWHERE = {
 # Indented blocks that are not commands: checked by the tests named.
 TEXT = {
     '{"line": 3, "id": "fin-003", "ok": false, "problems": [{"code": "runtime_error", "severity": "error",': "test_validate_output_example",
-    "potrun/": "test_layout_names_real_modules",
+    "potrun/ ": "tests/docs/test_docs.py: test_the_layout_list_is_the_tree",
+    "model output --extract--> program / answer text --execute in a sandbox--> typed value --compare--> verdict": "the pipeline drawn in words on the docs' home page",
     "paired records graded in both runs: 1318 (unpaired: 0 in A, 0 in B; not graded in one or both: 0)": "potrun diff's output on the GSM8K runs of --compare pot and default, as printed; tests/reports/test_diff.py checks its lines on runs with known changes",
     "# verl (trainer config): the batch manager is the fastest, one batch through the pool": "tests/service/test_integrations.py: verl's loader of custom_reward_function.path and name",
     "# OpenRLHF: the reward function file, or `potrun serve` and --remote_rm_url http://HOST:PORT/openrlhf/reward": "tests/service/test_integrations.py: OpenRLHF's loader of a --remote_rm_url file",
     "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout": "tests/check/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
 }
 
-ITEMS = readme_items(README.read_text(encoding="utf-8"))
+ITEMS = docs_items(DOCS)
 
 
 def test_every_item_is_accounted_for() -> None:
@@ -343,9 +365,13 @@ def test_every_item_is_accounted_for() -> None:
         | {("text", t) for t in TEXT}
     )
     python_blocks = {(item.kind, item.text.split("\n", 1)[0]) for item in ITEMS if item.kind == "python"}
-    found = {f for f in found if f[0] != "python"} | python_blocks
-    assert sorted(found - named) == [], "README items no table in tests/docs/test_readme.py names"
-    assert sorted(named - found) == [], "items named in tests/docs/test_readme.py that the README no longer has"
+    # a text block is named by its first line, or by the start of it (the layout list: "potrun/" and its role)
+    text_blocks = {
+        ("text", next((t for t in TEXT if text.startswith(t)), text)) for kind, text in found if kind == "text"
+    }
+    found = {f for f in found if f[0] not in ("python", "text")} | python_blocks | text_blocks
+    assert sorted(found - named) == [], "items of the docs that no table in tests/docs/test_readme.py names"
+    assert sorted(named - found) == [], "items named in tests/docs/test_readme.py that the docs no longer have"
 
 
 @pytest.mark.parametrize("first_line", sorted(PYTHON))
@@ -383,35 +409,12 @@ def test_synopsis_line(command: str, checkout: Path) -> None:
 
 
 def test_validate_output_example() -> None:
-    """The README's line is the real line 3 (test_command checks the file), written as it is written."""
+    """The docs' line is the real line 3 (test_command checks the file), written as it is written."""
     (item,) = [item for item in ITEMS if item.kind == "text" and item.text.startswith('{"line": 3')]
-    shown = README.read_text(encoding="utf-8").split("\n")[item.line - 1 : item.line + 1]
+    shown = item.path.read_text(encoding="utf-8").split("\n")[item.line - 1 : item.line + 1]
     text = " ".join(" ".join(shown).split())
     for key, value in VALIDATE_LINE_3.items():
         if key != "problems":
             assert f'"{key}": {json.dumps(value)}' in text
     for key, value in VALIDATE_LINE_3["problems"][0].items():  # type: ignore[index]
         assert f'"{key}": {json.dumps(value)}' in text
-
-
-def test_layout_names_real_modules() -> None:
-    """The Layout section lists every module of the package, and only modules that exist."""
-    readme = README.read_text(encoding="utf-8")
-    block = readme[readme.index("    potrun/\n") : readme.index("    tests/  examples/")]
-    listed: set[str] = set()
-    folders: list[tuple[int, str]] = []  # (indent, name) of the directories enclosing a line
-    for line in block.splitlines():
-        indent = len(line) - len(line.lstrip())
-        name = line.split()[0]
-        while folders and folders[-1][0] >= indent:
-            folders.pop()
-        if name.endswith("/"):
-            folders.append((indent, name.rstrip("/")))
-        else:
-            listed.add("/".join([folder for _, folder in folders] + [name]))
-    on_disk = {
-        str(path.relative_to(REPO))
-        for top in ("potrun", "sandbox", "extractors", "policies")
-        for path in (REPO / top).rglob("*.py")
-    }
-    assert listed == on_disk
