@@ -1,0 +1,264 @@
+"""`potrun check PREDS`: extract, execute and score a file of model outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from potrun.cli.common import (
+    _check_presets,
+    _compare_options,
+    _fields,
+    _sandbox_options,
+)
+from potrun.cli.exits import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_SCORED,
+    EXIT_OK,
+)
+from potrun.types import (
+    SandboxUnavailable,
+    UsageError,
+)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from potrun.check.engines import LocalEngine, make_engine
+    from potrun.check.output import (
+        InputDigests,
+        OutputWriter,
+        resume_command,
+        resume_output,
+        run_fingerprint,
+        write_text_output,
+    )
+    from potrun.check.pipeline import CheckOptions, load_golds
+    from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
+    from potrun.check.runrecord import run_record
+    from potrun.reports.table import Progress, Summary, render
+
+    benchmark = _benchmark_run(args)
+    if benchmark is not None and args.by:
+        raise UsageError("--by is not for --benchmark: a benchmark breaks its results down by its own fields")
+    options = (
+        CheckOptions(benchmark=benchmark, presets=(args.benchmark,))
+        if benchmark
+        else CheckOptions(
+            code_fields=_fields(args.code_field, CODE_FIELDS),
+            gold_fields=_fields(args.gold_field, GOLD_FIELDS),
+            id_fields=_fields(args.id_field, ID_FIELDS),
+            mode=args.mode,
+            presets=tuple(p.strip() for p in args.compare.split(",") if p.strip()),
+            compare_options=_compare_options(args),
+            ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
+            strict=args.strict,
+            checklist_field=args.checklist_field or None,
+            checker_field=args.checker_field or None,
+            by_fields=_fields(args.by, ()),
+        )
+    )
+    if benchmark is None:
+        _check_presets(options.presets)
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out: the output file of the run to continue")
+    _check_outputs(args, inputs=[args.preds] + ([args.gold] if args.gold else []))
+    golds = load_golds(args.gold, options.id_fields, options.gold_fields) if args.gold else None
+    # Opened now: an unreadable input or a missing extra stops the run before the engine starts.
+    first = FirstRecord(read_records(args.preds, max_line_bytes=args.max_record_mb << 20))
+    records: Iterator[Any] = first
+    engine = make_engine(
+        args.engine,
+        _sandbox_options(args),
+        cache=not args.no_cache,
+        ray_address=args.ray_address,
+        ray_actors=args.ray_actors,
+    )
+    summary = Summary(options.presets, settings=_settings(args, engine.config))
+    done = 0
+    results: list[Any] = []  # kept for a benchmark's metrics, which need them all
+
+    def add(result: Any) -> None:
+        summary.add(result)
+        if benchmark is not None:
+            results.append(result)
+
+    digests = InputDigests(run_fingerprint(options, engine.config), options.id_fields, golds)
+    if args.resume:  # the results already in --out count, and their records are not run again
+        records, done = resume_output(
+            args.out, records, id_fields=options.id_fields, presets=options.presets, add=add, digests=digests
+        )
+    total = count_records(args.preds)  # None for a stream: it is counted as it comes
+    out = OutputWriter(args.out, append=args.resume, digests=digests) if args.out else None
+    if out is not None:
+        records = digests.track(records)
+    try:
+        # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
+        # run on the actors).
+        programs = (lambda: engine.sandbox.completed) if isinstance(engine, LocalEngine) else None
+        with (
+            engine,
+            Progress(None if total is None else total - done, enabled=not args.quiet, programs=programs) as progress,
+        ):
+            summary.started = time.perf_counter()  # the engine is ready: its start-up is not throughput
+            for result in engine.results(records, options, golds):
+                add(result)
+                progress.advance()
+                if out is not None:
+                    out.write(result)
+            summary.finish()  # nor is its shutdown (a local Ray instance takes a second or two)
+    except KeyboardInterrupt:  # the engine is closed (workers gone); every line in --out is whole
+        if out is None:
+            print("potrun: interrupted (without --out there is nothing to resume)", file=sys.stderr)
+        else:
+            out.close()
+            print(
+                f"potrun: interrupted; {done + out.written} records are in {args.out}. Resume with:\n"
+                f"  {resume_command(args.words)}",
+                file=sys.stderr,
+            )
+        return EXIT_INTERRUPTED
+    except SandboxUnavailable:  # a worker that would not start again: what was written can be resumed
+        if out is not None:
+            out.close()
+            print(
+                f"potrun: {done + out.written} records are in {args.out}; resume with:\n  {resume_command(args.words)}",
+                file=sys.stderr,
+            )
+        raise
+    finally:
+        if out is not None:
+            out.close()
+    summary.settings.update(engine.settings, cache_hits=engine.cache_hits)
+    if benchmark is not None:
+        summary.settings["benchmark"] = benchmark.name
+        summary.metrics = benchmark.metrics(results)
+    summary.run = run_record(
+        inputs={"preds": args.preds, **({"gold": args.gold} if args.gold else {})},
+        check_options=options,
+        sandbox_config=engine.config,
+        command=args.words,
+    )
+    if not args.quiet:
+        render(summary)
+    if args.summary_json:
+        write_text_output("--summary-json", args.summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+    if summary.scored == 0:
+        _warn_nothing_scored(summary, options, first.data, golds)
+        return EXIT_NOTHING_SCORED
+    if summary.no_gold:  # reported even with --quiet: these records are outside the accuracy
+        print(
+            f"potrun: warning: {summary.no_gold} record(s) have no gold in {args.gold} (status no_gold): not run, "
+            f"not in the accuracy's {summary.graded}",
+            file=sys.stderr,
+        )
+    accuracy = summary.accuracy()  # pass@1 over all samples where records have several
+    if accuracy is None:  # a wrong --gold-field: the accuracy is null and the run fails, never a 0.0 and exit 0
+        print(
+            f"potrun: no record was graded: none has a gold ({', '.join(options.gold_fields)}); "
+            f"the accuracy is null{_fields_hint(first.data)}",
+            file=sys.stderr,
+        )
+        return EXIT_NOTHING_SCORED
+    if args.fail_under is not None and accuracy < args.fail_under:
+        print(f"potrun: accuracy {accuracy:.4f} is below --fail-under {args.fail_under}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _benchmark_run(args: argparse.Namespace) -> Any:
+    """`--benchmark NAME`: the benchmark's rules for the input file, and the sandbox settings its
+    official code implies (policy), where the command line does not set them. None without it."""
+    if args.benchmark is None:
+        return None
+    from potrun.benchmarks import get_benchmark
+
+    if args.gold:
+        raise UsageError("--gold is not used with --benchmark: the benchmark's records hold their golds")
+    module = get_benchmark(args.benchmark)
+    for option, value in module.SANDBOX.items():
+        flag = "--" + option.replace("_", "-")
+        if not any(word == flag or word.startswith(flag + "=") for word in args.words):
+            setattr(args, option, value)
+    return module.for_file(args.preds, strict=args.strict)
+
+
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[str]) -> None:
+    """Every output path of `check` writable before the run starts (else exit 2, naming it)."""
+    from potrun.check.output import STDOUT, check_output_path
+
+    if args.preds == "-" and args.gold == "-":
+        raise UsageError("PREDS and --gold cannot both be - (standard input)")
+    if args.out == STDOUT and args.summary_json == STDOUT:
+        raise UsageError("--out and --summary-json cannot both be - (standard output)")
+    if args.out and args.out == args.summary_json:
+        raise UsageError(f"--out and --summary-json are the same file, {args.out}")
+    for option, path in (("--out", args.out), ("--summary-json", args.summary_json)):
+        if path:
+            check_output_path(option, path, inputs)
+
+
+def _warn_nothing_scored(summary: Any, options: Any, first: dict[str, Any] | None, golds: Any) -> None:
+    """Say loudly why a run scored no record: what was looked for, and what the first record has."""
+    if summary.total == 0:
+        print("potrun: warning: the input has no records: nothing was scored", file=sys.stderr)
+        return
+    no_gold = f" + {summary.no_gold} with no gold in --gold" if golds is not None else ""
+    print(
+        f"potrun: warning: no record was scored: {summary.total} records = {summary.skipped} skipped "
+        f"(no program field: {', '.join(options.code_fields)}) + {summary.bad_record} bad{no_gold}",
+        file=sys.stderr,
+    )
+    if summary.no_gold and golds and first is not None:
+        from potrun.check.records import first_field
+
+        found = first_field(first, options.id_fields)
+        print(
+            f"potrun: ids are looked for in {', '.join(options.id_fields)}: the first record's id is "
+            f"{_shown_json(found[1] if found else None)}; the gold file's first id is {_shown_json(next(iter(golds)))}",
+            file=sys.stderr,
+        )
+    print(f"potrun:{_fields_hint(first) or ' no line was a JSON object'}", file=sys.stderr)
+
+
+def _fields_hint(first: dict[str, Any] | None) -> str:
+    """'the first record's fields: ...', and a likely output's path, to point at nested fields."""
+    from potrun.check.records import likely_output_path
+
+    if first is None:
+        return ""
+    names = [_shown(name) for name in list(first)[:20]] + (["..."] if len(first) > 20 else [])
+    hint = f" the first record's fields: {', '.join(names) or '(none)'}"
+    path = likely_output_path(first)
+    if path is not None and path not in first:
+        hint += f"; is the model output at {_shown(path)}? (nested fields take paths: --code-field {path})"
+    return hint
+
+
+def _shown_json(value: Any) -> str:
+    """A value as JSON (so that "1" and 1 differ), cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shown(value: Any) -> str:
+    """Input data as a person reads it: JSON, cut short (never a terminal escape)."""
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, str) else json.dumps(value)[1:-1]
+    text = json.dumps(text)[1:-1] if any(ch < " " for ch in text) else text
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
+    return {
+        "policy": config.policy,
+        "backend": config.backend,
+        "isolation": str(config.tier),
+        "workers": config.worker_count,
+        "timeout_s": args.timeout,
+        "wall_timeout_s": config.limits.wall_limit_s,
+        "mode": args.mode,
+    }
