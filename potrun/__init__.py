@@ -79,25 +79,16 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        return _version()
+    if name == "__version__":  # its home is potrun.types, low enough for every module to read it
+        from potrun.types import potrun_version
+
+        return potrun_version()
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'potrun' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(module), name)
-
-
-def _version() -> str:
-    """The installed distribution's version: pyproject.toml's `version` is its only home. A source
-    tree that is not installed (a sandbox image runs the worker from one) reports "0+unknown"."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("potrun")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 __all__ = list(_LAZY)

@@ -10,10 +10,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from potrun.cli.common import (
-    _check_presets,
-    _compare_options,
-    _fields,
-    _sandbox_options,
+    add_sandbox_options,
+    check_presets,
+    compare_options,
+    positive_int,
+    sandbox_options,
+    split_fields,
 )
 from potrun.cli.exits import (
     EXIT_FAILED,
@@ -49,21 +51,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         CheckOptions(benchmark=benchmark, presets=(args.benchmark,))
         if benchmark
         else CheckOptions(
-            code_fields=_fields(args.code_field, CODE_FIELDS),
-            gold_fields=_fields(args.gold_field, GOLD_FIELDS),
-            id_fields=_fields(args.id_field, ID_FIELDS),
+            code_fields=split_fields(args.code_field, CODE_FIELDS),
+            gold_fields=split_fields(args.gold_field, GOLD_FIELDS),
+            id_fields=split_fields(args.id_field, ID_FIELDS),
             mode=args.mode,
             presets=tuple(p.strip() for p in args.compare.split(",") if p.strip()),
-            compare_options=_compare_options(args),
+            compare_options=compare_options(args),
             ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
             strict=args.strict,
             checklist_field=args.checklist_field or None,
             checker_field=args.checker_field or None,
-            by_fields=_fields(args.by, ()),
+            by_fields=split_fields(args.by, ()),
         )
     )
     if benchmark is None:
-        _check_presets(options.presets)
+        check_presets(options.presets)
     if args.resume and not args.out:
         raise UsageError("--resume needs --out: the output file of the run to continue")
     _check_outputs(args, inputs=[args.preds] + ([args.gold] if args.gold else []))
@@ -73,7 +75,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     records: Iterator[Any] = first
     engine = make_engine(
         args.engine,
-        _sandbox_options(args),
+        sandbox_options(args),
         cache=not args.no_cache,
         ray_address=args.ray_address,
         ray_actors=args.ray_actors,
@@ -262,3 +264,122 @@ def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
         "wall_timeout_s": config.limits.wall_limit_s,
         "mode": args.mode,
     }
+
+
+def add_command(commands: Any) -> None:
+    """`potrun check`'s arguments."""
+    check = commands.add_parser("check", help="extract, execute and score a file of model outputs")
+    _add_input_arguments(check)
+    _add_scoring_arguments(check)
+    _add_run_arguments(check)
+    add_sandbox_options(check)
+    check.set_defaults(handler=cmd_check)
+
+
+def _add_input_arguments(check: argparse.ArgumentParser) -> None:
+    """What to read: the records, their fields, the golds, a benchmark's files."""
+    from potrun.benchmarks import BENCHMARKS
+    from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS
+
+    check.add_argument(
+        "preds", help="JSON Lines or a JSON array (either may be .gz or .zst), or .parquet; - for standard input"
+    )
+    check.add_argument(
+        "--code-field",
+        help="field(s) with the model output, comma-separated; a field may be a "
+        f"path (resps.0.0) (default: {','.join(CODE_FIELDS)})",
+    )
+    check.add_argument(
+        "--gold-field", help=f"field(s) or path(s) with the gold answer (default: {','.join(GOLD_FIELDS)})"
+    )
+    check.add_argument("--id-field", help=f"field(s) or path(s) with the record id (default: {','.join(ID_FIELDS)})")
+    check.add_argument("--gold", help="a separate file of golds, joined on the id field")
+    check.add_argument(
+        "--checklist-field",
+        default="checklist",
+        help="field with intermediate values the reasoning must contain (default: checklist)",
+    )
+    check.add_argument(
+        "--checker-field",
+        default="checker",
+        help="field with a gold checker program, def check(answer) -> bool (default: checker)",
+    )
+    check.add_argument(
+        "--benchmark",
+        default=None,
+        choices=sorted(BENCHMARKS),
+        help="read the benchmark's own files and apply its official rules and metrics (no other option needed); "
+        "with --strict, potrun's rules where they read the model more rightly (README: Benchmarks)",
+    )
+
+
+def _add_scoring_arguments(check: argparse.ArgumentParser) -> None:
+    """How to judge: the mode, the comparators, pass@k."""
+    from potrun.check.pipeline import MODES
+
+    check.add_argument("--mode", default=MODES[0], choices=MODES)
+    check.add_argument("--compare", default="default", help="comparator preset(s), comma-separated")
+    check.add_argument("--abs", action="store_true", help="compare absolute values (PoT's SVAMP runner)")
+    check.add_argument("--percent", action="store_true", help="accept 0.25 for 25 (and 25 for 0.25)")
+    check.add_argument("--scale", action="store_true", help="apply scale words (3.5 million = 3500000)")
+    check.add_argument("--rel-tol", type=float, default=None, help="relative tolerance of the comparator")
+    check.add_argument("--k", default=None, help="k values for pass@k, comma-separated (several samples)")
+
+
+def _add_run_arguments(check: argparse.ArgumentParser) -> None:
+    """Where results go, and how the run goes: output, resume, cache, engine."""
+    from potrun.check.engines import ENGINES
+
+    check.add_argument("--out", help="write one JSON line per record here (- for standard output)")
+    check.add_argument("--summary-json", help="write the summary here (- for standard output)")
+    check.add_argument(
+        "--max-record-mb",
+        type=positive_int,
+        default=16,
+        help="a line (or array element) longer than this is a bad_record, not read (default 16)",
+    )
+    check.add_argument(
+        "--fail-under",
+        type=float,
+        default=None,
+        help="exit 1 when the accuracy (pass@1 over all samples) is below this",
+    )
+    check.add_argument(
+        "--by",
+        default=None,
+        metavar="FIELD[,FIELD]",
+        help="break the accuracy down by these fields' values (field paths: source, doc.task)",
+    )
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first bad record (exit 2); with --benchmark: potrun's rules, not the official quirks",
+    )
+    check.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    check.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run whose results are in --out: records already there are not run again",
+    )
+    check.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every program, even one identical to a program already run in this run",
+    )
+    check.add_argument(
+        "--engine",
+        default=ENGINES[0],
+        choices=ENGINES,
+        help="local: one sandbox pool here; ray: shards on a Ray cluster (pip install 'potrun[ray]')",
+    )
+    check.add_argument(
+        "--ray-address",
+        default=None,
+        help="the Ray cluster to join (ray://HEAD:10001, HEAD:6379 or auto); default: a local instance",
+    )
+    check.add_argument(
+        "--ray-actors",
+        type=positive_int,
+        default=None,
+        help="Ray actors, each with its own sandbox pool of --workers (default: one per node)",
+    )

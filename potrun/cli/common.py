@@ -17,13 +17,13 @@ from potrun.types import (
 )
 
 
-def _sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:
+def make_sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:
     from potrun import Sandbox
 
-    return Sandbox(**_sandbox_options(args, workers))
+    return Sandbox(**sandbox_options(args, workers))
 
 
-def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> dict[str, Any]:
+def sandbox_options(args: argparse.Namespace, workers: int | None = None) -> dict[str, Any]:
     """The Sandbox keyword arguments of the sandbox options (plain data: Ray ships them to its nodes)."""
     return {
         "backend": args.backend,
@@ -38,7 +38,7 @@ def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> di
     }
 
 
-def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
+def compare_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if args.abs:
         options["abs_value"] = True
@@ -51,7 +51,7 @@ def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _check_presets(presets: Sequence[str]) -> None:
+def check_presets(presets: Sequence[str]) -> None:
     from potrun import PRESETS
 
     unknown = [p for p in presets if p not in PRESETS]
@@ -59,15 +59,15 @@ def _check_presets(presets: Sequence[str]) -> None:
         raise UsageError(f"unknown comparator preset {', '.join(unknown)}; known: {', '.join(PRESETS)}")
 
 
-def _fields(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+def split_fields(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f.strip() for f in value.split(",") if f.strip()) if value else default
 
 
-def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
+def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
     from potrun.policies import POLICY_NAMES
 
     group = parser.add_argument_group("sandbox")
-    group.add_argument("--backend", default="process", choices=_backends())
+    group.add_argument("--backend", default="process", choices=backend_names())
     group.add_argument("--image", default=None, help="sandbox image for --backend docker")
     group.add_argument("--policy", default="restricted", choices=POLICY_NAMES)
     group.add_argument(
@@ -78,45 +78,43 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="default: the machine's cores (twice that with --isolation fork)",
     )
     group.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_TIMEOUT_S,
         help=f"CPU seconds per program (default {DEFAULT_TIMEOUT_S:g}): they decide a timeout (waiting for a core "
         "does not count)",
     )
     group.add_argument(
         "--wall-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help=f"wall-clock seconds per program, a safety net (default: {WALL_MULTIPLE:g}x --timeout, "
         f"at least {WALL_FLOOR_S:g})",
     )
-    group.add_argument(
-        "--memory", type=_positive_int, default=DEFAULT_MEMORY_MB, help="MB of address space per program"
-    )
+    group.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="MB of address space per program")
     group.add_argument("--entry", default=str(Entry.AUTO), choices=[str(entry) for entry in Entry])
 
 
-def _backends() -> list[str]:
+def backend_names() -> list[str]:
     """The backends' names, from their registry."""
     from potrun.sandbox.parent.backends import BACKENDS
 
     return list(BACKENDS)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be a positive integer")
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from potrun.cli.common import (
-    _positive_int,
+    positive_int,
 )
 from potrun.cli.exits import (
     EXIT_OK,
@@ -26,7 +26,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_diff_command(commands: Any) -> None:
+def add_command(commands: Any) -> None:
     diff = commands.add_parser(
         "diff",
         help="compare two runs' --out files: the verdicts that changed, and whether the difference is significant",
@@ -34,5 +34,5 @@ def _add_diff_command(commands: Any) -> None:
     diff.add_argument("a", help="the --out file of run A")
     diff.add_argument("b", help="the --out file of run B (same records)")
     diff.add_argument("--json", action="store_true", help="print the comparison as JSON, every change included")
-    diff.add_argument("--show", type=_positive_int, default=20, help="changes listed each way (default 20)")
+    diff.add_argument("--show", type=positive_int, default=20, help="changes listed each way (default 20)")
     diff.set_defaults(handler=cmd_diff)

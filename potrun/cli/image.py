@@ -47,7 +47,7 @@ def cmd_image_exists(args: argparse.Namespace) -> int:
     return EXIT_OK if image_exists(args.tag) else EXIT_FAILED
 
 
-def _add_image_commands(commands: Any) -> None:
+def add_command(commands: Any) -> None:
     from potrun.sandbox.parent.docker import DEFAULT_IMAGE
     from potrun.tools.image import DEFAULT_BASE, DEFAULT_GLIBC, DEFAULT_PYTHON
 

@@ -23,7 +23,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_report_command(commands: Any) -> None:
+def add_command(commands: Any) -> None:
     report = commands.add_parser("report", help="a report to look at (HTML with charts, or markdown) of a run")
     report.add_argument("results", help="the run's --out file")
     report.add_argument("--summary", default=None, help="the run's --summary-json (its run record and intervals)")

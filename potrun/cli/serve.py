@@ -6,9 +6,9 @@ import argparse
 from typing import Any
 
 from potrun.cli.common import (
-    _backends,
-    _positive_float,
-    _positive_int,
+    backend_names,
+    positive_float,
+    positive_int,
 )
 from potrun.cli.exits import (
     EXIT_OK,
@@ -56,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_serve_command(commands: Any) -> None:
+def add_command(commands: Any) -> None:
     from potrun.policies import POLICY_NAMES
 
     serve = commands.add_parser(
@@ -67,16 +67,16 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (beyond loopback only with a --token)")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument(
-        "--workers", type=_positive_int, default=1, help="service processes sharing the port, each with its own pool"
+        "--workers", type=positive_int, default=1, help="service processes sharing the port, each with its own pool"
     )
     serve.add_argument(
         "--token", default=None, help="bearer token every request but /health must carry (default: $POTRUN_TOKEN)"
     )
     serve.add_argument(
-        "--queue-limit", type=_positive_int, default=4096, help="programs in flight per process; past it: 429"
+        "--queue-limit", type=positive_int, default=4096, help="programs in flight per process; past it: 429"
     )
-    serve.add_argument("--max-body-mb", type=_positive_int, default=32, help="largest request body (413 past it)")
-    serve.add_argument("--backend", default="process", choices=_backends())
+    serve.add_argument("--max-body-mb", type=positive_int, default=32, help="largest request body (413 past it)")
+    serve.add_argument("--backend", default="process", choices=backend_names())
     serve.add_argument("--image", default=None, help="sandbox image for --backend docker")
     serve.add_argument(
         "--policy",
@@ -87,27 +87,27 @@ def _add_serve_command(commands: Any) -> None:
     )
     serve.add_argument("--isolation", default=None, choices=[str(isolation) for isolation in Isolation])
     serve.add_argument(
-        "--sandbox-workers", type=_positive_int, default=None, help="sandbox workers per process (default: cores)"
+        "--sandbox-workers", type=positive_int, default=None, help="sandbox workers per process (default: cores)"
     )
     serve.add_argument(
-        "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_S, help="default CPU seconds per program"
+        "--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S, help="default CPU seconds per program"
     )
-    serve.add_argument("--memory", type=_positive_int, default=DEFAULT_MEMORY_MB, help="default MB per program")
+    serve.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="default MB per program")
     serve.add_argument(
         "--max-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="ceiling of a request's own CPU seconds (run_timeout, timeout): capped to it (default: --timeout)",
     )
     serve.add_argument(
         "--max-memory",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="ceiling of a request's own MB (memory_limit_MB, memory_mb): capped to it (default: --memory)",
     )
     serve.add_argument(
         "--shutdown-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=30.0,
         help="on SIGTERM, seconds to finish accepted requests; then the programs still running are killed",
     )

@@ -442,12 +442,9 @@ def _has_buildx(docker: str) -> bool:
 # ----------------------------------------------------------------------------------------- main
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.tools.image ...` is `potrun image ...`: one command, one set of exit codes."""
-    from potrun.cli import main as potrun_main
-
-    return potrun_main(["image", *(sys.argv[1:] if argv is None else argv)])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m potrun.tools.image ...` is `potrun image ...`: one command, one set of exit codes. Only the
+    # script imports the command line: the module, imported by it, imports nothing above itself.
+    from potrun.cli import main
+
+    sys.exit(main(["image", *sys.argv[1:]]))
