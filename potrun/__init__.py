@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports each name on first use
     from potrun.check.pipeline import CheckOptions, RecordResult, check_records  # noqa: F401
     from potrun.check.records import read_records  # noqa: F401
+    from potrun.check.run import run_check  # noqa: F401
     from potrun.check.scoring import (  # noqa: F401
         ChecklistItem,
         ChecklistResult,
@@ -69,6 +70,7 @@ _LAZY = {
     "RecordResult": "potrun.check.pipeline",
     "check_records": "potrun.check.pipeline",
     "read_records": "potrun.check.records",
+    "run_check": "potrun.check.run",
     "extract_program": "potrun.extractors",
     "extract_answer": "potrun.extractors",
     "parse_number": "potrun.extractors",

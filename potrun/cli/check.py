@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from potrun.cli.common import (
@@ -30,127 +29,105 @@ from potrun.types import (
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from potrun.check.engines import LocalEngine, make_engine
-    from potrun.check.output import (
-        InputDigests,
-        OutputWriter,
-        resume_command,
-        resume_output,
-        run_fingerprint,
-        write_text_output,
-    )
-    from potrun.check.pipeline import CheckOptions, load_golds
-    from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, FirstRecord, count_records, read_records
-    from potrun.check.runrecord import run_record
-    from potrun.reports.table import Progress, Summary, render
+    """Arguments -> CheckOptions -> the library's CheckRun -> the table and --summary-json -> exit code."""
+    from potrun.check.output import write_text_output
+    from potrun.reports.table import render
 
-    benchmark = _benchmark_run(args)
-    if benchmark is not None and args.by:
-        raise UsageError("--by is not for --benchmark: a benchmark breaks its results down by its own fields")
-    options = (
-        CheckOptions(benchmark=benchmark, presets=(args.benchmark,))
-        if benchmark
-        else CheckOptions(
-            code_fields=split_fields(args.code_field, CODE_FIELDS),
-            gold_fields=split_fields(args.gold_field, GOLD_FIELDS),
-            id_fields=split_fields(args.id_field, ID_FIELDS),
-            mode=args.mode,
-            presets=tuple(p.strip() for p in args.compare.split(",") if p.strip()),
-            compare_options=compare_options(args),
-            ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
-            strict=args.strict,
-            checklist_field=args.checklist_field or None,
-            checker_field=args.checker_field or None,
-            by_fields=split_fields(args.by, ()),
-        )
-    )
-    if benchmark is None:
-        check_presets(options.presets)
+    options = check_options(args)
     if args.resume and not args.out:
         raise UsageError("--resume needs --out: the output file of the run to continue")
     _check_outputs(args, inputs=[args.preds] + ([args.gold] if args.gold else []))
-    golds = load_golds(args.gold, options.id_fields, options.gold_fields) if args.gold else None
-    # Opened now: an unreadable input or a missing extra stops the run before the engine starts.
-    first = FirstRecord(read_records(args.preds, max_line_bytes=args.max_record_mb << 20))
-    records: Iterator[Any] = first
-    engine = make_engine(
-        args.engine,
-        sandbox_options(args),
-        cache=not args.no_cache,
-        ray_address=args.ray_address,
-        ray_actors=args.ray_actors,
-    )
-    summary = Summary(options.presets, settings=_settings(args, engine.config))
-    done = 0
-    results: list[Any] = []  # kept for a benchmark's metrics, which need them all
-
-    def add(result: Any) -> None:
-        summary.add(result)
-        if benchmark is not None:
-            results.append(result)
-
-    digests = InputDigests(run_fingerprint(options, engine.config), options.id_fields, golds)
-    if args.resume:  # the results already in --out count, and their records are not run again
-        records, done = resume_output(
-            args.out, records, id_fields=options.id_fields, presets=options.presets, add=add, digests=digests
-        )
-    total = count_records(args.preds)  # None for a stream: it is counted as it comes
-    out = OutputWriter(args.out, append=args.resume, digests=digests) if args.out else None
-    if out is not None:
-        records = digests.track(records)
-    try:
-        # Programs finished, in any order, beside records written in input order (a local pool only: Ray's
-        # run on the actors).
-        programs = (lambda: engine.sandbox.completed) if isinstance(engine, LocalEngine) else None
-        with (
-            engine,
-            Progress(None if total is None else total - done, enabled=not args.quiet, programs=programs) as progress,
-        ):
-            summary.started = time.perf_counter()  # the engine is ready: its start-up is not throughput
-            for result in engine.results(records, options, golds):
-                add(result)
-                progress.advance()
-                if out is not None:
-                    out.write(result)
-            summary.finish()  # nor is its shutdown (a local Ray instance takes a second or two)
-    except KeyboardInterrupt:  # the engine is closed (workers gone); every line in --out is whole
-        if out is None:
-            print("potrun: interrupted (without --out there is nothing to resume)", file=sys.stderr)
-        else:
-            out.close()
-            print(
-                f"potrun: interrupted; {done + out.written} records are in {args.out}. Resume with:\n"
-                f"  {resume_command(args.words)}",
-                file=sys.stderr,
-            )
+    run = _open_run(args, options)
+    summary = _run(args, run)
+    if summary is None:
         return EXIT_INTERRUPTED
-    except SandboxUnavailable:  # a worker that would not start again: what was written can be resumed
-        if out is not None:
-            out.close()
-            print(
-                f"potrun: {done + out.written} records are in {args.out}; resume with:\n  {resume_command(args.words)}",
-                file=sys.stderr,
-            )
-        raise
-    finally:
-        if out is not None:
-            out.close()
-    summary.settings.update(engine.settings, cache_hits=engine.cache_hits)
-    if benchmark is not None:
-        summary.settings["benchmark"] = benchmark.name
-        summary.metrics = benchmark.metrics(results)
-    summary.run = run_record(
-        inputs={"preds": args.preds, **({"gold": args.gold} if args.gold else {})},
-        check_options=options,
-        sandbox_config=engine.config,
-        command=args.words,
-    )
     if not args.quiet:
         render(summary)
     if args.summary_json:
         write_text_output("--summary-json", args.summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+    return _exit_code(args, run, summary)
+
+
+def check_options(args: argparse.Namespace) -> Any:
+    """The CheckOptions of the command line (a benchmark's own, with --benchmark)."""
+    from potrun.check.pipeline import CheckOptions
+    from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS
+
+    benchmark = _benchmark_run(args)
+    if benchmark is not None and args.by:
+        raise UsageError("--by is not for --benchmark: a benchmark breaks its results down by its own fields")
+    if benchmark is not None:
+        return CheckOptions(benchmark=benchmark, presets=(args.benchmark,))
+    options = CheckOptions(
+        code_fields=split_fields(args.code_field, CODE_FIELDS),
+        gold_fields=split_fields(args.gold_field, GOLD_FIELDS),
+        id_fields=split_fields(args.id_field, ID_FIELDS),
+        mode=args.mode,
+        presets=tuple(p.strip() for p in args.compare.split(",") if p.strip()),
+        compare_options=compare_options(args),
+        ks=tuple(int(k) for k in args.k.split(",")) if args.k else (1,),
+        strict=args.strict,
+        checklist_field=args.checklist_field or None,
+        checker_field=args.checker_field or None,
+        by_fields=split_fields(args.by, ()),
+    )
+    check_presets(options.presets)
+    return options
+
+
+def _open_run(args: argparse.Namespace, options: Any) -> Any:
+    """The run, opened: golds loaded, PREDS opened (an unreadable input or a missing extra stops the
+    run before the engine starts), the engine made."""
+    from potrun.check.run import CheckRun
+
+    return CheckRun(
+        args.preds,
+        options,
+        gold=args.gold,
+        sandbox=sandbox_options(args),
+        out=args.out,
+        resume=args.resume,
+        engine=args.engine,
+        cache=not args.no_cache,
+        ray_address=args.ray_address,
+        ray_actors=args.ray_actors,
+        max_line_bytes=args.max_record_mb << 20,
+        command=args.words,
+    )
+
+
+def _run(args: argparse.Namespace, run: Any) -> Any:
+    """The run's Summary; None when it was interrupted (what --out holds, and how to resume, said)."""
+    from potrun.check.output import resume_command
+
+    try:
+        return run.run(progress=not args.quiet)
+    except KeyboardInterrupt:  # the engine is closed (workers gone); every line in --out is whole
+        if args.out and run.kept is None:  # before --out was opened: nothing new to say
+            raise
+        if not args.out:
+            print("potrun: interrupted (without --out there is nothing to resume)", file=sys.stderr)
+        else:
+            print(
+                f"potrun: interrupted; {run.kept} records are in {args.out}. Resume with:\n"
+                f"  {resume_command(args.words)}",
+                file=sys.stderr,
+            )
+        return None
+    except SandboxUnavailable:  # a worker that would not start again: what was written can be resumed
+        if args.out and run.kept is not None:
+            print(
+                f"potrun: {run.kept} records are in {args.out}; resume with:\n  {resume_command(args.words)}",
+                file=sys.stderr,
+            )
+        raise
+
+
+def _exit_code(args: argparse.Namespace, run: Any, summary: Any) -> int:
+    """0, or 1 when no record was scored or graded or the accuracy is below --fail-under (saying why)."""
+    options, first = run.options, run.first.data
     if summary.scored == 0:
-        _warn_nothing_scored(summary, options, first.data, golds)
+        _warn_nothing_scored(summary, options, first, run.golds)
         return EXIT_NOTHING_SCORED
     if summary.no_gold:  # reported even with --quiet: these records are outside the accuracy
         print(
@@ -162,7 +139,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if accuracy is None:  # a wrong --gold-field: the accuracy is null and the run fails, never a 0.0 and exit 0
         print(
             f"potrun: no record was graded: none has a gold ({', '.join(options.gold_fields)}); "
-            f"the accuracy is null{_fields_hint(first.data)}",
+            f"the accuracy is null{_fields_hint(first)}",
             file=sys.stderr,
         )
         return EXIT_NOTHING_SCORED
@@ -252,18 +229,6 @@ def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=True) if not isinstance(value, str) else json.dumps(value)[1:-1]
     text = json.dumps(text)[1:-1] if any(ch < " " for ch in text) else text
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
-    return {
-        "policy": config.policy,
-        "backend": config.backend,
-        "isolation": str(config.tier),
-        "workers": config.worker_count,
-        "timeout_s": args.timeout,
-        "wall_timeout_s": config.limits.wall_limit_s,
-        "mode": args.mode,
-    }
 
 
 def add_command(commands: Any) -> None:

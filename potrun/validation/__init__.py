@@ -57,7 +57,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from potrun.check.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
+from potrun.check.records import (
+    ANSWER_FIELDS,
+    ID_FIELDS,
+    PROGRAM_FIELDS,
+    Record,
+    first_present,
+    given_record,
+    read_records,
+)
 from potrun.sandbox.api import Sandbox
 from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import (
@@ -212,19 +220,11 @@ class _Settings:
 def _items(records: str | Path | Iterable[Any]) -> Iterator[Record | BadRecord]:
     if isinstance(records, (str, Path)):
         return _read(records)
-    return (_as_item(item, number) for number, item in enumerate(records, start=1))
+    return (given_record(item, number) for number, item in enumerate(records, start=1))
 
 
 def _read(path: str | Path) -> Iterator[Record | BadRecord]:
     yield from read_records(path)  # a line that is not UTF-8 is a BadRecord in its place
-
-
-def _as_item(item: Any, number: int) -> Record | BadRecord:
-    if isinstance(item, (Record, BadRecord)):
-        return item
-    if isinstance(item, Mapping):
-        return Record(number, dict(item))
-    return BadRecord(number, f"a record must be a mapping, not {type(item).__name__}")
 
 
 # -- one record ------------------------------------------------------------------------------------
