@@ -26,85 +26,113 @@ def render(summary: Summary, stream: TextIO | None = None) -> None:
     table = Table(title="potrun check", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column(justify="right")
+    for rows in (
+        _accuracy_rows(summary),
+        _record_rows(summary),
+        _group_rows(data),
+        _sample_rows(summary, data),
+        _run_rows(data),
+    ):
+        for label, value in rows:
+            table.add_row(_cell(label), _cell(value))  # every cell inert: error types and ids are a program's
+    console.print(table)
+    for line, message in summary.bad_lines:
+        console.print(f"[yellow]bad record[/] line {line}: {_cell(message)}")
 
-    def add_row(label: str, value: str) -> None:  # every cell inert: error types and ids are a program's
-        table.add_row(_cell(label), _cell(value))
 
+Rows = Iterator[tuple[str, str]]
+
+
+def _accuracy_rows(summary: Summary) -> Rows:
+    """The accuracy of each preset, the first sample's, the mean score, the checklist's, the execution rate."""
     for preset in summary.presets:
-        add_row(*_accuracy_row(summary, preset))
+        yield _accuracy_row(summary, preset)
     if summary.sample_records and summary.graded:
         for preset in summary.presets:
-            add_row(
+            yield (
                 f"first sample ({preset})",
                 f"{summary.correct[preset] / summary.graded:.4f}  ({summary.correct[preset]}/{summary.graded})",
             )
     score = summary.score_estimate()
     if score is not None:
-        add_row("mean score", f"{score.value:.4f}  {_interval(score)}")
+        yield "mean score", f"{score.value:.4f}  {_interval(score)}"
     if summary.checklist_records:
-        add_row(
+        yield (
             "accuracy + checklist",
             f"{summary.checklist_accuracy():.4f}  "
             f"({summary.checklist_correct}/{summary.checklist_records} with a checklist)",
         )
-    add_row("execution rate", f"{summary.execution_rate:.4f}")
+    yield "execution rate", f"{summary.execution_rate:.4f}"
+
+
+def _record_rows(summary: Summary) -> Rows:
+    """What became of the records: the counts, the statuses, tiers, extractions, error types."""
     no_gold = f" + {summary.no_gold} no gold" if summary.no_gold else ""
-    add_row(
+    yield (
         "records",
         f"{summary.total} = {summary.scored} scored + {summary.skipped} skipped + {summary.bad_record} bad{no_gold}",
     )
     for status, count in summary.status_counts.most_common():
         note = f"  ({', '.join(f'{k} {v}' for k, v in summary.timeouts.items())})" if status == "timeout" else ""
-        add_row(f"  {status}", f"{count}{note}")
+        yield f"  {status}", f"{count}{note}"
     if summary.scored > summary.graded:
-        add_row("not graded", f"{summary.scored - summary.graded} (run, but no gold to compare with)")
+        yield "not graded", f"{summary.scored - summary.graded} (run, but no gold to compare with)"
     if summary.isolation_counts:
-        add_row("tiers", ", ".join(f"{k} {v}" for k, v in summary.isolation_counts.most_common()))
+        yield "tiers", ", ".join(f"{k} {v}" for k, v in summary.isolation_counts.most_common())
     if summary.extraction_counts:
-        add_row("extraction", ", ".join(f"{k} {v}" for k, v in summary.extraction_counts.most_common()))
+        yield "extraction", ", ".join(f"{k} {v}" for k, v in summary.extraction_counts.most_common())
     if summary.error_type_counts:
-        add_row("error types", ", ".join(f"{k} {v}" for k, v in summary.error_type_counts.most_common(6)))
+        yield "error types", ", ".join(f"{k} {v}" for k, v in summary.error_type_counts.most_common(6))
+
+
+def _group_rows(data: Mapping[str, Any]) -> Rows:
+    """The --by breakdowns, the largest groups first."""
     for name, groups in data.get("by", {}).items():
-        largest = sorted(groups.items(), key=lambda item: -item[1]["n"])  # the largest groups first
+        largest = sorted(groups.items(), key=lambda item: -item[1]["n"])
         for key, group in largest[:TABLE_GROUPS]:
             low, high = group["ci95"]
-            add_row(
+            yield (
                 f"  {name} = {_shown(key)}",
                 f"{group['accuracy']:.4f}  ({group['correct']}/{group['n']})  95% CI [{low:.4f}, {high:.4f}]",
             )
         if len(groups) > TABLE_GROUPS:
-            add_row(f"  {name}", f"... {len(groups) - TABLE_GROUPS} more values (--summary-json has all)")
+            yield f"  {name}", f"... {len(groups) - TABLE_GROUPS} more values (--summary-json has all)"
+
+
+def _sample_rows(summary: Summary, data: Mapping[str, Any]) -> Rows:
+    """pass@k and the majority vote of records with several samples; a benchmark's own metrics."""
     if "samples" in data:
         samples = data["samples"]
-        add_row(
+        yield (
             "pass@k",
             ", ".join(
                 f"@{k} {e.value:.4f} [{e.low:.4f}, {e.high:.4f}]" for k, e in summary.pass_at_k_estimates().items()
             ),
         )
-        add_row("majority vote", f"{samples['majority_accuracy']:.4f}")
-        add_row("samples executed", f"{samples['executed_fraction']:.4f}")
+        yield "majority vote", f"{samples['majority_accuracy']:.4f}"
+        yield "samples executed", f"{samples['executed_fraction']:.4f}"
     for name, value in flat_items(summary.metrics, separator=" "):
-        add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+        yield name, f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _run_rows(data: Mapping[str, Any]) -> Rows:
+    """How the run went: the slowest records, throughput, the settings, the inputs, the run record."""
     for item in data["slowest"][:3]:
-        add_row("slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}")
-    add_row("throughput", f"{data['programs_per_s']:.0f} records/s in {data['elapsed_s']:.1f} s")
+        yield "slowest", f"line {item['line']} ({item['id']}): {item['wall_s']:.3f} s {item['status']}"
+    yield "throughput", f"{data['programs_per_s']:.0f} records/s in {data['elapsed_s']:.1f} s"
     for key in ("policy", "backend", "isolation", "workers", "engine", "cache_hits"):
         if key in data:
-            add_row(key, str(data[key]))
+            yield key, str(data[key])
     for role, identity in data["run"].get("inputs", {}).items():
         digest = f"sha256 {identity['sha256'][:16]}..." if identity["sha256"] else identity.get("reason", "")
-        add_row(f"input ({role})", f"{_shown(identity['path'])}  {digest}")
+        yield f"input ({role})", f"{_shown(identity['path'])}  {digest}"
     if "machine" in data["run"]:
         machine = data["run"]["machine"]
-        add_row(
+        yield (
             "run",
             f"potrun {data['run']['potrun_version']}, Python {machine['python']}, numpy {machine['numpy']}, "
             f"{machine['cores']} cores, {data['run']['started_at']} to {data['run']['ended_at']}",
         )
-    console.print(table)
-    for line, message in summary.bad_lines:
-        console.print(f"[yellow]bad record[/] line {line}: {_cell(message)}")
 
 
 # Characters that act rather than show: C0 and C1 controls (ESC starts a terminal's escape sequences:
