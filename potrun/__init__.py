@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports each name on first use
     from potrun.check.pipeline import CheckOptions, RecordResult, check_records  # noqa: F401
     from potrun.check.records import read_records  # noqa: F401
+    from potrun.check.run import run_check  # noqa: F401
     from potrun.check.scoring import (  # noqa: F401
         ChecklistItem,
         ChecklistResult,
@@ -69,6 +70,7 @@ _LAZY = {
     "RecordResult": "potrun.check.pipeline",
     "check_records": "potrun.check.pipeline",
     "read_records": "potrun.check.records",
+    "run_check": "potrun.check.run",
     "extract_program": "potrun.extractors",
     "extract_answer": "potrun.extractors",
     "parse_number": "potrun.extractors",
@@ -79,25 +81,16 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        return _version()
+    if name == "__version__":  # its home is potrun.types, low enough for every module to read it
+        from potrun.types import potrun_version
+
+        return potrun_version()
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'potrun' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(module), name)
-
-
-def _version() -> str:
-    """The installed distribution's version: pyproject.toml's `version` is its only home. A source
-    tree that is not installed (a sandbox image runs the worker from one) reports "0+unknown"."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("potrun")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 __all__ = list(_LAZY)

@@ -257,6 +257,17 @@ class ImageBuildError(PotrunError):
     """A step of building the sandbox image failed; the message names the step."""
 
 
+def potrun_version() -> str:
+    """The installed distribution's version: pyproject.toml's `version` is its only home. A source
+    tree that is not installed (a sandbox image runs the worker from one) reports "0+unknown"."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("potrun")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 __all__ = [
     "CONFIRM_MULTIPLE",
     "CONFIRM_SHARE",
@@ -282,4 +293,5 @@ __all__ = [
     "Verdict",
     "default_wall_timeout",
     "json_safe",
+    "potrun_version",
 ]

@@ -57,14 +57,14 @@ RESULT_SANDBOX_OPTIONS = ("policy", "entry", "timeout", "wall_timeout", "memory_
 def run_fingerprint(options: CheckOptions, sandbox: SandboxConfig) -> bytes:
     """What every line of a run depends on beside its record: potrun's version, the check options
     (a benchmark by its name) and the sandbox options that decide results."""
-    from potrun import __version__
+    from potrun.types import potrun_version
 
     checks = {
         field.name: getattr(options, field.name) for field in dataclasses.fields(options) if field.name != "benchmark"
     }
     checks["benchmark"] = getattr(options.benchmark, "name", None)
     described = {
-        "potrun": __version__,
+        "potrun": potrun_version(),
         "check": checks,
         "sandbox": {name: getattr(sandbox, name) for name in RESULT_SANDBOX_OPTIONS},
     }

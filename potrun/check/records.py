@@ -31,7 +31,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -107,6 +107,16 @@ def _from_detected(
             raise InputError(f"{_name(path)} is Parquet: give its path (Parquet cannot be read from a pipe)")
         return _read_parquet(path)
     return _read_text(stream, max_line_bytes)
+
+
+def given_record(item: Any, number: int) -> Record | BadRecord:
+    """A record given as data (not read from a file), numbered as its line: a mapping is a Record,
+    anything else a BadRecord."""
+    if isinstance(item, Record | BadRecord):
+        return item
+    if isinstance(item, Mapping):
+        return Record(number, dict(item))
+    return BadRecord(number, f"a record must be a mapping, not {type(item).__name__}")
 
 
 def count_records(path: str | Path) -> int | None:
@@ -779,6 +789,7 @@ __all__ = [
     "field_value",
     "first_field",
     "first_present",
+    "given_record",
     "is_missing",
     "is_stream",
     "likely_output_path",

@@ -107,7 +107,7 @@ def run_record(
     """The record of one `potrun check`: `inputs` by role (`preds`, `gold`), the CheckOptions and the
     SandboxConfig as data (with the limits the config resolves to) and the machine. The Summary adds
     the start and end times and the tiers used."""
-    import potrun
+    from potrun.types import potrun_version
 
     limits = sandbox_config.limits
     config = dataclasses.asdict(sandbox_config) | {
@@ -116,7 +116,7 @@ def run_record(
         "limits": dataclasses.asdict(limits) | {"wall_limit_s": limits.wall_limit_s},
     }
     return {
-        "potrun_version": potrun.__version__,
+        "potrun_version": potrun_version(),
         "rules": rules_fingerprint(),
         "command": ["potrun", *command] if command is not None else None,
         "inputs": {role: file_identity(path) for role, path in inputs.items()},

@@ -48,22 +48,24 @@ is what is wrong (`potrun validate --fix-answers OUT` writes a copy with the exe
 
 from __future__ import annotations
 
-import ast
-import io
 import itertools
 import json
 import math
-import sys
-import time
-import tokenize
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from potrun.check.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
-from potrun.policies import DENIED_ATTRIBUTES, module_allowed
+from potrun.check.records import (
+    ANSWER_FIELDS,
+    ID_FIELDS,
+    PROGRAM_FIELDS,
+    Record,
+    first_present,
+    given_record,
+    read_records,
+)
 from potrun.sandbox.api import Sandbox
 from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import (
@@ -78,33 +80,10 @@ from potrun.types import (
     Value,
     json_safe,
 )
+from potrun.validation.conventions import _conventions
+from potrun.validation.problems import PROBLEM_CODES, Problem, ValidationReport, _names, problem
+from potrun.validation.report import ValidationSummary, render_summary, write_fixed_copy
 
-ERROR, WARNING = "error", "warning"
-
-# code -> (severity, meaning): the table above, as data.
-PROBLEM_CODES: Mapping[str, tuple[str, str]] = {
-    "bad_record": (ERROR, "the record cannot be validated (invalid JSON, program field missing or not a string)"),
-    "syntax_error": (ERROR, "the program does not parse"),
-    "runtime_error": (ERROR, "it raised an exception"),
-    "timeout": (ERROR, "it ran past the CPU-time limit (or the wall-clock safety net)"),
-    "memory_limit": (ERROR, "it went over the memory limit"),
-    "output_limit": (ERROR, "it printed or returned more than the output limit"),
-    "crashed": (ERROR, "its process died (signal, os._exit)"),
-    "policy_violation": (ERROR, "the policy refused it"),
-    "sandbox_error": (ERROR, "potrun's own machinery failed"),
-    "no_answer": (ERROR, "it ran but gave no answer"),
-    "not_a_number": (ERROR, "the answer is not an int or a float"),
-    "not_finite": (ERROR, "the answer is NaN or an infinity"),
-    "nondeterministic": (ERROR, "two runs gave different results"),
-    "wrong_answer": (ERROR, "the executed value does not match the recorded answer"),
-    "no_solution_function": (WARNING, "no top-level `def solution():`"),
-    "variables_not_first": (WARNING, "the program does not start by defining its variables"),
-    "no_comment": (WARNING, "the program has no comment"),
-    "print_only_answer": (WARNING, "the answer is printed, not returned"),
-    "import_not_allowed": (WARNING, "an import outside the restricted allowlist"),
-    "slow": (WARNING, "it ran for a large part of the time limit"),
-    "unreadable_by_scorer": (ERROR, "the benchmark's official scorer cannot read the answer"),
-}
 BENCHMARKS = ("docmath",)  # benchmarks whose scorer's reading of a gold validate checks
 
 SLOW_FRACTION = 0.1
@@ -121,82 +100,6 @@ _STATUS_CODES = {
     Status.SANDBOX_ERROR: "sandbox_error",
     Status.NO_ANSWER: "no_answer",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One thing wrong with a gold: `line` is the program's line where it applies, or None."""
-
-    code: str
-    severity: str
-    message: str
-    line: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "line": self.line}
-
-
-@dataclass(frozen=True, slots=True)
-class ValidationReport:
-    """The verdict on one gold record; `to_json()` is one line of `potrun validate`'s output.
-
-    `line` is the record's line in the input file; `value` what the program returned (run 1);
-    `answer` the recorded answer (None when the record has none)."""
-
-    id: Any
-    line: int
-    problems: tuple[Problem, ...] = ()
-    value: Value = None
-    value_type: str | None = None
-    answer: Any = None
-    answer_field: str | None = None
-    status: str | None = None  # run 1's execution status; None when nothing ran
-    entry: str | None = None
-    wall_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        """No error-severity problem (warnings allowed)."""
-        return not any(p.severity == ERROR for p in self.problems)
-
-    def __bool__(self) -> bool:
-        # "is this gold good?" allows warnings (.ok) or not (.problems): say which
-        raise TypeError("a ValidationReport has no truth value: test .ok (no error; warnings allowed) or .problems")
-
-    @property
-    def codes(self) -> tuple[str, ...]:
-        return tuple(p.code for p in self.problems)
-
-    @property
-    def errors(self) -> tuple[Problem, ...]:
-        return tuple(p for p in self.problems if p.severity == ERROR)
-
-    @property
-    def warnings(self) -> tuple[Problem, ...]:
-        return tuple(p for p in self.problems if p.severity == WARNING)
-
-    @property
-    def fixable(self) -> bool:
-        """The program is fine (warnings aside) and only the recorded answer is wrong."""
-        return [p.code for p in self.errors] == ["wrong_answer"]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "id": self.id,
-            "ok": self.ok,
-            "problems": [p.to_json() for p in self.problems],
-            "value": json_safe(self.value),
-            "value_type": self.value_type,
-            "answer": self.answer,
-            "status": self.status,
-            "entry": self.entry,
-            "wall_s": round(self.wall_s, 6),
-        }
-
-
-def problem(code: str, message: str, line: int | None = None) -> Problem:
-    return Problem(code, PROBLEM_CODES[code][0], message, line)
 
 
 # -- the API ---------------------------------------------------------------------------------------
@@ -314,28 +217,14 @@ class _Settings:
             raise UsageError(f"preset {self.compare!r} takes no option {', '.join(extra)}")
 
 
-def _names(value: str | Iterable[str]) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return tuple(name.strip() for name in value.split(",") if name.strip())
-    return tuple(value)
-
-
 def _items(records: str | Path | Iterable[Any]) -> Iterator[Record | BadRecord]:
     if isinstance(records, (str, Path)):
         return _read(records)
-    return (_as_item(item, number) for number, item in enumerate(records, start=1))
+    return (given_record(item, number) for number, item in enumerate(records, start=1))
 
 
 def _read(path: str | Path) -> Iterator[Record | BadRecord]:
     yield from read_records(path)  # a line that is not UTF-8 is a BadRecord in its place
-
-
-def _as_item(item: Any, number: int) -> Record | BadRecord:
-    if isinstance(item, (Record, BadRecord)):
-        return item
-    if isinstance(item, Mapping):
-        return Record(number, dict(item))
-    return BadRecord(number, f"a record must be a mapping, not {type(item).__name__}")
 
 
 # -- one record ------------------------------------------------------------------------------------
@@ -569,288 +458,6 @@ def _answer_problems(value: Value, answer: Any, answer_field: str, settings: _Se
 def _show(value: Any, limit: int = 80) -> str:
     text = json.dumps(json_safe(value), ensure_ascii=False) if not isinstance(value, float) else repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# -- conventions (static, on the parent's side: parsing never runs anything) ------------------------
-
-
-def _conventions(gold: _Gold, source: str) -> list[Problem]:
-    """DocMath-Eval's annotation conventions, as warnings. A program that does not parse gets none:
-    the sandbox reports its syntax error."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    found: list[Problem] = []
-    solution = _solution_function(tree)
-    if solution is None:
-        found.append(
-            problem(
-                "no_solution_function",
-                "no top-level `def solution():`; the annotation convention is a `solution()` that returns the answer",
-            )
-        )
-    elif _has_parameters(solution):
-        found.append(
-            problem(
-                "no_solution_function",
-                "`solution` takes parameters; the convention is `def solution():`",
-                solution.lineno,
-            )
-        )
-    body = solution.body if solution is not None else tree.body
-    first = _first_statement(body)
-    if first is None or not _defines_variable(first):
-        where = first.lineno if first is not None else (solution.lineno if solution is not None else None)
-        found.append(
-            problem(
-                "variables_not_first",
-                "the program should start by defining its variables (name = value), then compute",
-                where,
-            )
-        )
-    if not _has_comment(source):
-        found.append(problem("no_comment", "no comment: say what the variables are and what is computed"))
-    prints = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _is_print_call(node)]
-    gold.print_line = min(node.lineno for node in prints) if prints else None
-    if prints and solution is not None and not _returns_value(solution):
-        found.append(
-            problem("print_only_answer", "solution() prints but returns no value; return the answer", gold.print_line)
-        )
-    found.extend(_import_problems(tree))
-    return found
-
-
-def _solution_function(tree: ast.Module) -> ast.FunctionDef | None:
-    found = None
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == Entry.SOLUTION:
-            found = node  # the last definition wins, as at run time
-    return found
-
-
-def _has_parameters(function: ast.FunctionDef) -> bool:
-    args = function.args
-    return bool(args.posonlyargs or args.args or args.vararg or args.kwonlyargs or args.kwarg)
-
-
-def _first_statement(body: list[ast.stmt]) -> ast.stmt | None:
-    """The first statement that is not a docstring, an import, `global` or `pass`."""
-    for index, statement in enumerate(body):
-        if (
-            index == 0
-            and isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Constant)
-            and isinstance(statement.value.value, str)
-        ):
-            continue
-        if isinstance(statement, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Pass)):
-            continue
-        return statement
-    return None
-
-
-def _defines_variable(statement: ast.stmt) -> bool:
-    """`name = <literal>` (numbers, strings, lists of them, simple arithmetic on them)."""
-    if isinstance(statement, ast.Assign):
-        targets, value = statement.targets, statement.value
-    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-        targets, value = [statement.target], statement.value
-    else:
-        return False
-    return all(_is_name_target(t) for t in targets) and _is_literal(value)
-
-
-def _is_name_target(node: ast.expr) -> bool:
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_is_name_target(e) for e in node.elts)
-    return isinstance(node, ast.Name)
-
-
-def _is_literal(node: ast.expr, depth: int = 0) -> bool:
-    if depth > 50:
-        return False
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.UnaryOp):
-        return _is_literal(node.operand, depth + 1)
-    if isinstance(node, ast.BinOp):
-        return _is_literal(node.left, depth + 1) and _is_literal(node.right, depth + 1)
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return all(_is_literal(e, depth + 1) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        return all(k is not None and _is_literal(k, depth + 1) for k in node.keys) and all(
-            _is_literal(v, depth + 1) for v in node.values
-        )
-    return False
-
-
-def _has_comment(source: str) -> bool:
-    try:
-        return any(token.type == tokenize.COMMENT for token in tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return "#" in source
-
-
-def _is_print_call(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
-
-
-def _returns_value(function: ast.FunctionDef) -> bool:
-    """A `return <expr>` in the function itself (not in a nested function) that is not `return None`."""
-    stack: list[ast.AST] = list(function.body)
-    while stack:
-        node = stack.pop()
-        if (
-            isinstance(node, ast.Return)
-            and node.value is not None
-            and not (isinstance(node.value, ast.Constant) and node.value.value is None)
-        ):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return False
-
-
-def _import_problems(tree: ast.Module) -> Iterator[Problem]:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if not module_allowed(alias.name):
-                    yield _import_problem(f"import {alias.name}", node.lineno)
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level or not module_allowed(module):
-                yield _import_problem(f"from {'.' * node.level}{module} import ...", node.lineno)
-                continue
-            denied = DENIED_ATTRIBUTES.get(module.split(".")[0], frozenset())
-            for alias in node.names:
-                if alias.name in denied:
-                    yield _import_problem(f"from {module} import {alias.name}", node.lineno)
-
-
-def _import_problem(what: str, line: int) -> Problem:
-    return problem(
-        "import_not_allowed",
-        f"`{what}` is outside the restricted allowlist: the gold would not run under policy='restricted'",
-        line,
-    )
-
-
-# -- the run's summary and the fixed copy ---------------------------------------------------------
-
-
-@dataclass
-class ValidationSummary:
-    """Counts as reports stream by; `render_summary` prints them as a table."""
-
-    total: int = 0
-    with_errors: int = 0
-    with_warnings_only: int = 0
-    clean: int = 0
-    problems: Counter[str] = field(default_factory=Counter)  # problems by code
-    records: Counter[str] = field(default_factory=Counter)  # records by code
-    fixable: list[tuple[int, int, Any, Any, Value]] = field(default_factory=list)  # ordinal, line, id, answer, value
-    started: float = field(default_factory=time.perf_counter)
-    elapsed_s: float = 0.0
-
-    def add(self, report: ValidationReport) -> None:
-        self.total += 1
-        if not report.problems:
-            self.clean += 1
-        elif report.ok:
-            self.with_warnings_only += 1
-        else:
-            self.with_errors += 1
-        self.problems.update(report.codes)
-        self.records.update(set(report.codes))
-        if report.fixable:
-            self.fixable.append((self.total, report.line, report.id, report.answer, report.value))
-
-    def finish(self) -> ValidationSummary:
-        self.elapsed_s = time.perf_counter() - self.started
-        return self
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "with_errors": self.with_errors,
-            "with_warnings_only": self.with_warnings_only,
-            "clean": self.clean,
-            "problems": dict(self.problems),
-            "records": dict(self.records),
-            "fixable": len(self.fixable),
-            "elapsed_s": round(self.elapsed_s, 3),
-        }
-
-
-def render_summary(summary: ValidationSummary, stream: TextIO | None = None) -> None:
-    """The problems by code, errors first (rich, to stderr by default)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(file=stream if stream is not None else sys.stderr, highlight=False)
-    rate = summary.total / summary.elapsed_s if summary.elapsed_s else 0.0
-    console.print(
-        f"[bold]potrun validate[/]: {summary.total} records: {summary.with_errors} with errors, "
-        f"{summary.with_warnings_only} with warnings only, {summary.clean} clean "
-        f"({summary.elapsed_s:.1f} s, {rate:.0f} records/s)",
-        soft_wrap=True,
-    )
-    if not summary.problems:
-        return
-    table = Table(title="problems by code", title_justify="left")
-    table.add_column("code")
-    table.add_column("severity")
-    table.add_column("records", justify="right")
-    table.add_column("problems", justify="right")
-    for code, (severity, _) in PROBLEM_CODES.items():
-        if summary.problems[code]:
-            style = "red" if severity == ERROR else "yellow"
-            table.add_row(f"[{style}]{code}[/]", severity, str(summary.records[code]), str(summary.problems[code]))
-    console.print(table)
-
-
-def write_fixed_copy(
-    path: str | Path, out: str | Path, fixes: Mapping[int, Value], answer_fields: Iterable[str]
-) -> int:
-    """Copy a gold file to `out`, replacing the recorded answer of the given records.
-
-    `fixes` maps a record's ordinal (1 for the first record; in JSON Lines, its line) to its new
-    answer. JSON Lines are copied line for line (only fixed lines are re-serialised); a JSON array is
-    written back as an array of its records (an element that is not an object is left out).
-    Returns the number of records changed."""
-    names = _names(answer_fields)
-    if Path(out).resolve() == Path(path).resolve():
-        raise UsageError("the fixed copy must not overwrite the input file")
-    changed = 0
-    with open(path, encoding="utf-8") as handle:
-        is_array = handle.read(64).lstrip()[:1] == "["
-    with open(out, "w", encoding="utf-8") as sink:
-        if not is_array:
-            with open(path, encoding="utf-8") as handle:
-                for number, text in enumerate(handle, start=1):
-                    if number in fixes:
-                        data = json.loads(text)
-                        data[first_present(data, names)] = fixes[number]
-                        text = json.dumps(data, ensure_ascii=False) + "\n"
-                        changed += 1
-                    sink.write(text)
-            return changed
-        sink.write("[")
-        separator = "\n"
-        for ordinal, item in enumerate(read_records(path), start=1):
-            if isinstance(item, BadRecord):
-                continue  # not an object: nothing to validate, and nothing faithful to copy
-            data = item.data
-            if ordinal in fixes:
-                data[first_present(data, names)] = fixes[ordinal]  # type: ignore[index]
-                changed += 1
-            sink.write(separator + json.dumps(data, ensure_ascii=False))
-            separator = ",\n"
-        sink.write("\n]\n")
-    return changed
 
 
 __all__ = [

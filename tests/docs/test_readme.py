@@ -266,6 +266,7 @@ PYTHON = {
     "from potrun import Sandbox, compare": "ok 42 solution warm\nok 2 None\nok 2.5 None\nerror None ZeroDivisionError\n"
     "True\nTrue\n1\n",
     "from potrun.rewards import configure, pot_reward, shaped_pot_reward": "[1.0, 0.0, 0.0]\n[1.0, 0.1, 0.0]\n",
+    "from potrun import CheckOptions, SandboxConfig, run_check": "11 10 0.5\n0.5 True\n",
     "from potrun.integrations import openrlhf, verl": "1.0\n{'score': 0.0, 'acc': False, 'pred': '24', 'status': 'ok'}\n"
     "{'rewards': [1.0], 'scores': [1.0], 'extra_logs': {'executed': [1.0]}}\n[0.0]\n",
 }

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -114,7 +115,9 @@ def test_engine_down_is_sandbox_unavailable(tmp_path, monkeypatch):
         image.build_image(base="potrun-base:bookworm")
     with pytest.raises(SandboxUnavailable, match="no Docker engine"):
         image.image_exists("potrun-sandbox:latest")
-    assert image.main(["exists"]) == 3
+    # `python -m potrun.tools.image` is `potrun image`: the same exit code
+    script = subprocess.run([sys.executable, "-m", "potrun.tools.image", "exists"], capture_output=True, timeout=120)
+    assert script.returncode == 3, script.stderr
 
 
 def test_image_exists_answers_from_inspect(tmp_path, monkeypatch):

@@ -180,7 +180,7 @@ def find_dockerfile() -> Path:
 
 def find_source_root() -> Path | None:
     """The potrun source tree: next to this file's real location, or an editable install's; else None."""
-    here = Path(__file__).resolve().parents[2]  # potrun/tools/image.py -> the repository root
+    here = Path(__file__).resolve().parents[3]  # potrun/tools/image/__init__.py -> the repository root
     if _is_potrun_source(here):
         return here
     try:
@@ -437,17 +437,3 @@ def build_image(
 def _has_buildx(docker: str) -> bool:
     proc = subprocess.run([docker, "buildx", "version"], capture_output=True, text=True)
     return proc.returncode == 0
-
-
-# ----------------------------------------------------------------------------------------- main
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.tools.image ...` is `potrun image ...`: one command, one set of exit codes."""
-    from potrun.cli import main as potrun_main
-
-    return potrun_main(["image", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
