@@ -141,7 +141,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     records: Iterator[Any] = first
     engine = make_engine(
         args.engine,
-        _sandbox_options(args),
+        _sandbox_config(args),
         cache=not args.no_cache,
         ray_address=args.ray_address,
         ray_actors=args.ray_actors,
@@ -571,22 +571,24 @@ def _shown(value: Any) -> str:
 def _sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:
     from potrun import Sandbox
 
-    return Sandbox(**_sandbox_options(args, workers))
+    return Sandbox.from_config(_sandbox_config(args, workers))
 
 
-def _sandbox_options(args: argparse.Namespace, workers: int | None = None) -> dict[str, Any]:
-    """The Sandbox keyword arguments of the sandbox options (plain data: Ray ships them to its nodes)."""
-    return {
-        "backend": args.backend,
-        "policy": args.policy,
-        "workers": workers or args.workers,
-        "timeout": args.timeout,
-        "wall_timeout": args.wall_timeout,
-        "memory_mb": args.memory,
-        "isolation": args.isolation,
-        "entry": args.entry,
-        "image": args.image,
-    }
+def _sandbox_config(args: argparse.Namespace, workers: int | None = None) -> Any:
+    """The SandboxConfig of the sandbox options (plain data: Ray ships it to its nodes)."""
+    from potrun import SandboxConfig
+
+    return SandboxConfig(
+        args.backend,
+        policy=args.policy,
+        workers=workers or args.workers,
+        timeout=args.timeout,
+        wall_timeout=args.wall_timeout,
+        memory_mb=args.memory,
+        isolation=args.isolation,
+        entry=args.entry,
+        image=args.image,
+    )
 
 
 def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
@@ -667,7 +669,7 @@ def _add_sandbox_options(parser: argparse.ArgumentParser) -> None:
 
 def _backends() -> list[str]:
     """The backends' names, from their registry."""
-    from potrun.sandbox.parent.backends import BACKENDS
+    from potrun.sandbox.config import BACKENDS
 
     return list(BACKENDS)
 
@@ -957,4 +959,3 @@ def _positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
-

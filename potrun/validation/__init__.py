@@ -64,7 +64,7 @@ from typing import Any, TextIO
 
 from potrun.check.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, Record, first_present, read_records
 from potrun.policies import DENIED_ATTRIBUTES, module_allowed
-from potrun.sandbox.api import Sandbox
+from potrun.sandbox.api import Sandbox, SandboxConfig
 from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import (
     DEFAULT_MEMORY_MB,
@@ -259,12 +259,12 @@ def validate(
         return iter(())
     owned: list[Sandbox] = []  # built here (cheap: nothing starts before the first record) so that
     if sandbox is None:  # bad sandbox options fail at the call; started and closed by the iterator
-        seed = int(sandbox_options.pop("hash_seed", 0))
-        options = dict(policy=policy, timeout=timeout, memory_mb=memory_mb, workers=workers, **sandbox_options)
-        sandbox = Sandbox(**options, hash_seed=seed)
+        given = dict(policy=policy, timeout=timeout, memory_mb=memory_mb, workers=workers, **sandbox_options)
+        config = SandboxConfig.from_options(given, "validate")
+        sandbox = Sandbox.from_config(config)
         owned.append(sandbox)
         if recheck is None:
-            recheck = Sandbox(**options, hash_seed=seed + 1)
+            recheck = Sandbox.from_config(replace(config, hash_seed=config.hash_seed + 1))
             owned.append(recheck)
     return _validate(itertools.chain([first], items), settings, sandbox, recheck, owned)
 

@@ -45,7 +45,7 @@ from potrun.sandbox.wire.protocol import (
     encode_request,
     result_from_wire,
 )
-from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status, confirming_limits
+from potrun.types import ExecResult, SandboxUnavailable, Status, confirming_limits
 
 if TYPE_CHECKING:
     import asyncio
@@ -625,10 +625,3 @@ _END = object()
 
 def _load(slot: Slot) -> int:
     return len(slot.inflight)
-
-
-def default_workers(isolation: Isolation = Isolation.WARM) -> int:
-    """One worker per core; two for fork isolation, where a worker waits while its fork runs and exits
-    (measured on 2 cores: ~10% more programs/s than one per core; no gain beyond two)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 * cores if isolation is Isolation.FORK else cores
