@@ -38,6 +38,7 @@ import re
 import unicodedata
 from collections import deque
 from dataclasses import dataclass
+from enum import StrEnum
 
 from potrun.budget import charge
 
@@ -45,53 +46,35 @@ from .chat import SPECIAL_TOKENS
 from .numbers import ParsedNumber, last_number, parse_number
 
 __all__ = [
-    "ANSWER_HOWS",
-    "HOW_ANSWER_COLON",
-    "HOW_ANSWER_IS",
-    "HOW_BOXED",
-    "HOW_CHOICE",
-    "HOW_CHOSEN",
-    "HOW_FINAL_ANSWER",
-    "HOW_HASHES",
-    "HOW_LAST_NUMBER",
-    "HOW_LITERAL",
-    "HOW_NO_ANSWER",
-    "HOW_WHOLE",
     "MAX_LITERAL_CHARS",
     "NO",
     "YES",
+    "AnswerHow",
     "ExtractedAnswer",
     "extract_answer",
     "option_letters",
     "stated_value",
 ]
 
-HOW_WHOLE = "whole"
-HOW_BOXED = "boxed"
-HOW_FINAL_ANSWER = "final_answer"
-HOW_ANSWER_IS = "answer_is"
-HOW_HASHES = "hashes"
-HOW_ANSWER_COLON = "answer_colon"
-HOW_LITERAL = "literal"
-HOW_CHOICE = "choice"
-HOW_CHOSEN = "chosen"
-HOW_LAST_NUMBER = "last_number"
-HOW_NO_ANSWER = "none"
-ANSWER_HOWS = frozenset(
-    {
-        HOW_WHOLE,
-        HOW_BOXED,
-        HOW_FINAL_ANSWER,
-        HOW_ANSWER_IS,
-        HOW_HASHES,
-        HOW_ANSWER_COLON,
-        HOW_LITERAL,
-        HOW_CHOICE,
-        HOW_CHOSEN,
-        HOW_LAST_NUMBER,
-        HOW_NO_ANSWER,
-    }
-)
+
+class AnswerHow(StrEnum):
+    """Which rule found a chain-of-thought answer (`ExtractedAnswer.how`; the output's `extraction`)."""
+
+    WHOLE = "whole"
+    BOXED = "boxed"
+    FINAL_ANSWER = "final_answer"
+    ANSWER_IS = "answer_is"
+    HASHES = "hashes"
+    ANSWER_COLON = "answer_colon"
+    LITERAL = "literal"
+    CHOICE = "choice"
+    CHOSEN = "chosen"
+    LAST_NUMBER = "last_number"
+    NONE = "none"
+
+
+# The markers' named groups that name their rule (any other marker: CHOSEN).
+_MARKER_HOWS = {how.value: how for how in (AnswerHow.FINAL_ANSWER, AnswerHow.ANSWER_IS, AnswerHow.ANSWER_COLON)}
 
 MAX_LITERAL_CHARS = 20_000
 _MAX_WHOLE_CHARS = 200
@@ -115,11 +98,11 @@ class ExtractedAnswer:
 
     text: str | None
     value: AnswerValue
-    how: str
+    how: AnswerHow
     confident: bool
 
 
-_NONE = ExtractedAnswer(None, None, HOW_NO_ANSWER, False)
+_NONE = ExtractedAnswer(None, None, AnswerHow.NONE, False)
 # A chat template's tokens: the answer ends at the first one past its start (every family's, so that
 # no template leaves text after its end of turn to be read as the answer).
 _TEMPLATE_TOKENS = ("<|im_start|>", *SPECIAL_TOKENS)
@@ -203,17 +186,17 @@ def _whole(body: str) -> ExtractedAnswer | None:
         return None
     number = parse_number(stripped)
     if number is not None and (number.unit is None or len(number.unit.split()) <= 2):
-        return ExtractedAnswer(stripped, number, HOW_WHOLE, True)
+        return ExtractedAnswer(stripped, number, AnswerHow.WHOLE, True)
     letter = _LETTER.fullmatch(_unwrap(stripped))
     if letter is not None:
-        return ExtractedAnswer(stripped, letter.group(1), HOW_WHOLE, True)
+        return ExtractedAnswer(stripped, letter.group(1), AnswerHow.WHOLE, True)
     if unicodedata.normalize("NFKC", stripped.rstrip(".!。！")).strip().casefold() in YES | NO:
-        return ExtractedAnswer(stripped, None, HOW_WHOLE, True)  # "Yes", "No."
+        return ExtractedAnswer(stripped, None, AnswerHow.WHOLE, True)  # "Yes", "No."
     cleaned = stripped.replace("\\left", "").replace("\\right", "").strip("$ ")
     if cleaned[:1] in _LITERAL_OPEN or ("," in cleaned and cleaned[:1].isdigit()):
         literal = _literal(cleaned) or _number_tuple(cleaned)
         if literal is not None:
-            return ExtractedAnswer(stripped, literal, HOW_WHOLE, True)
+            return ExtractedAnswer(stripped, literal, AnswerHow.WHOLE, True)
     return None
 
 
@@ -222,13 +205,13 @@ def _strong_marker(body: str, lower: str) -> ExtractedAnswer | None:
     box_at = max(body.rfind(c) for c in _BOX_COMMANDS)
     final = _last_match(_FINAL_ANSWER, lower)
     if final is not None and final.start() > box_at:
-        return _from_span(_span_after(body, final.end()), HOW_FINAL_ANSWER)
+        return _from_span(_span_after(body, final.end()), AnswerHow.FINAL_ANSWER)
     if box_at < 0:
         return None
     content = _last_box(body)
     if content is None:
-        return None if final is None else _from_span(_span_after(body, final.end()), HOW_FINAL_ANSWER)
-    return _from_span(content, HOW_BOXED)
+        return None if final is None else _from_span(_span_after(body, final.end()), AnswerHow.FINAL_ANSWER)
+    return _from_span(content, AnswerHow.BOXED)
 
 
 def _chinese_marker(body: str, lower: str) -> ExtractedAnswer | None:
@@ -236,26 +219,30 @@ def _chinese_marker(body: str, lower: str) -> ExtractedAnswer | None:
     last = deque(_ZH_MARKER.finditer(body), maxlen=1)
     if not last:
         return None
-    how = {"final_answer": HOW_FINAL_ANSWER, "answer_is": HOW_ANSWER_IS, "answer_colon": HOW_ANSWER_COLON}
+    how = {
+        "final_answer": AnswerHow.FINAL_ANSWER,
+        "answer_is": AnswerHow.ANSWER_IS,
+        "answer_colon": AnswerHow.ANSWER_COLON,
+    }
     marker = last[0]
-    return _from_span(_span_after(body, marker.end()), how.get(marker.lastgroup or "", HOW_CHOSEN))
+    return _from_span(_span_after(body, marker.end()), how.get(marker.lastgroup or "", AnswerHow.CHOSEN))
 
 
 def _answer_is(body: str, lower: str) -> ExtractedAnswer | None:
     m = _last_match(_ANSWER_IS, lower)
-    return None if m is None else _from_span(_span_after(body, m.end()), HOW_ANSWER_IS)
+    return None if m is None else _from_span(_span_after(body, m.end()), AnswerHow.ANSWER_IS)
 
 
 def _hashes(body: str, lower: str) -> ExtractedAnswer | None:
     at = body.rfind("####")
     if at < 0:
         return None
-    return _from_span(_span_after(body, at + 4), HOW_HASHES)
+    return _from_span(_span_after(body, at + 4), AnswerHow.HASHES)
 
 
 def _answer_colon(body: str, lower: str) -> ExtractedAnswer | None:
     m = _last_match(_ANSWER_COLON, lower)
-    return None if m is None else _from_span(_span_after(body, m.end()), HOW_ANSWER_COLON)
+    return None if m is None else _from_span(_span_after(body, m.end()), AnswerHow.ANSWER_COLON)
 
 
 def _state_literal(body: str, lower: str) -> ExtractedAnswer | None:
@@ -267,14 +254,14 @@ def _state_literal(body: str, lower: str) -> ExtractedAnswer | None:
     if end < 0:
         return None
     value = _literal(body[start:end])
-    return None if value is None else ExtractedAnswer(body[start:end], value, HOW_LITERAL, True)
+    return None if value is None else ExtractedAnswer(body[start:end], value, AnswerHow.LITERAL, True)
 
 
 def _leading_choice(body: str, lower: str) -> ExtractedAnswer | None:
     m = _LEADING_OPTION.match(body)
     if m is None:
         return None
-    return ExtractedAnswer(m.group(0).strip(), m.group(1) or m.group(2), HOW_CHOICE, True)
+    return ExtractedAnswer(m.group(0).strip(), m.group(1) or m.group(2), AnswerHow.CHOICE, True)
 
 
 def _fallback(body: str) -> ExtractedAnswer:
@@ -289,8 +276,8 @@ def _fallback(body: str) -> ExtractedAnswer:
         inner = body[open_ + 1 : close].strip()
         pair = _number_tuple(inner.replace("\\left", "").replace("\\right", "").strip())
         if pair is not None:
-            return ExtractedAnswer(inner, pair, HOW_LAST_NUMBER, False)
-    return ExtractedAnswer(body[start:end], number, HOW_LAST_NUMBER, False)
+            return ExtractedAnswer(inner, pair, AnswerHow.LAST_NUMBER, False)
+    return ExtractedAnswer(body[start:end], number, AnswerHow.LAST_NUMBER, False)
 
 
 def _last_match(marker: tuple[str, re.Pattern[str]], lower: str) -> re.Match[str] | None:
@@ -346,7 +333,7 @@ def _span_after(text: str, pos: int) -> str:
     return text[pos : m.start() if m else limit]
 
 
-def _from_span(span: str, how: str) -> ExtractedAnswer:
+def _from_span(span: str, how: AnswerHow) -> ExtractedAnswer:
     span = span.strip().rstrip(".,;。，；").strip().strip("*").strip()  # markdown bold around the answer
     if not span:
         return ExtractedAnswer(None, None, how, False)

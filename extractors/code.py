@@ -57,47 +57,30 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 
 from potrun.types import ENTRY_FUNCTIONS, ENTRY_VARIABLES
 
 __all__ = [
-    "HOW_BARE",
-    "HOW_FENCE",
-    "HOW_FENCE_ENTRY",
-    "HOW_FENCE_MERGED",
-    "HOW_NONE",
-    "HOW_REPAIRED_HEADER",
-    "HOW_REPAIRED_INDENT",
-    "HOW_TRUNCATED",
-    "HOW_UNFENCED",
-    "PROGRAM_HOWS",
     "ExtractedProgram",
+    "ProgramHow",
     "classify_output",
     "extract_program",
 ]
 
-HOW_BARE = "bare"
-HOW_FENCE = "fence"
-HOW_FENCE_ENTRY = "fence_entry"
-HOW_FENCE_MERGED = "fence_merged"
-HOW_UNFENCED = "unfenced"
-HOW_REPAIRED_HEADER = "repaired_header"
-HOW_REPAIRED_INDENT = "repaired_indent"
-HOW_TRUNCATED = "truncated"
-HOW_NONE = "none"
-PROGRAM_HOWS = frozenset(
-    {
-        HOW_BARE,
-        HOW_FENCE,
-        HOW_FENCE_ENTRY,
-        HOW_FENCE_MERGED,
-        HOW_UNFENCED,
-        HOW_REPAIRED_HEADER,
-        HOW_REPAIRED_INDENT,
-        HOW_TRUNCATED,
-        HOW_NONE,
-    }
-)
+
+class ProgramHow(StrEnum):
+    """Which rule found a program (`ExtractedProgram.how`; the output's `extraction`)."""
+
+    BARE = "bare"
+    FENCE = "fence"
+    FENCE_ENTRY = "fence_entry"
+    FENCE_MERGED = "fence_merged"
+    UNFENCED = "unfenced"
+    REPAIRED_HEADER = "repaired_header"
+    REPAIRED_INDENT = "repaired_indent"
+    TRUNCATED = "truncated"
+    NONE = "none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +88,7 @@ class ExtractedProgram:
     """The program to run (None when there is none or it was cut off), and which rule found it."""
 
     source: str | None
-    how: str
+    how: ProgramHow
     warnings: tuple[str, ...] = ()
     truncated: bool = False
 
@@ -170,10 +153,10 @@ class _Block:
 def extract_program(text: str) -> ExtractedProgram:
     """The program in a model output; see the module docstring for the precedence."""
     if not text or text.isspace():
-        return ExtractedProgram(None, HOW_NONE)
+        return ExtractedProgram(None, ProgramHow.NONE)
     body, think_cut = _drop_think(text)
     if think_cut:
-        return ExtractedProgram(None, HOW_TRUNCATED, ("unclosed_think",), truncated=True)
+        return ExtractedProgram(None, ProgramHow.TRUNCATED, ("unclosed_think",), truncated=True)
     continuation = _from_continuation(body)
     if continuation is not None:
         return continuation
@@ -318,8 +301,8 @@ def _from_blocks(blocks: list[_Block], warnings: tuple[str, ...]) -> ExtractedPr
     py = [b for b in blocks if _is_python_block(b)]
     if not py:
         if blocks and not blocks[-1].closed and blocks[-1].lang in ("", *_PY_LANGS):
-            return ExtractedProgram(None, HOW_TRUNCATED, (*warnings, "unclosed_fence"), truncated=True)
-        return ExtractedProgram(None, HOW_NONE, warnings)
+            return ExtractedProgram(None, ProgramHow.TRUNCATED, (*warnings, "unclosed_fence"), truncated=True)
+        return ExtractedProgram(None, ProgramHow.NONE, warnings)
     index, how = _choose_block(py)
     chosen = py[index]
     if index < len(py) - 1 and not py[-1].closed:
@@ -328,15 +311,15 @@ def _from_blocks(blocks: list[_Block], warnings: tuple[str, ...]) -> ExtractedPr
         return _finish_unclosed(chosen.code, how, warnings)
     code, notes = _merge_blocks(py, index)
     if any(n.startswith("merged") for n in notes):
-        how = HOW_FENCE_MERGED
+        how = ProgramHow.FENCE_MERGED
     return _finish(code, how, (*warnings, *notes), check_truncation=False)
 
 
-def _choose_block(py: list[_Block]) -> tuple[int, str]:
+def _choose_block(py: list[_Block]) -> tuple[int, ProgramHow]:
     """Index of the block to run: the last one defining an entry point, else the last one that is not
     a use block (a block that only prints or calls what earlier blocks defined)."""
     if len(py) == 1:
-        return 0, HOW_FENCE
+        return 0, ProgramHow.FENCE
     best, best_rank, primaries, last_primary = -1, 0, 0, len(py) - 1
     earlier = _EarlierNames(py)
     for i, block in enumerate(py):
@@ -348,8 +331,8 @@ def _choose_block(py: list[_Block]) -> tuple[int, str]:
             if rank and rank >= best_rank:
                 best, best_rank = i, rank
     if best < 0:
-        return last_primary, HOW_FENCE
-    return best, HOW_FENCE_ENTRY if primaries > 1 else HOW_FENCE
+        return last_primary, ProgramHow.FENCE
+    return best, ProgramHow.FENCE_ENTRY if primaries > 1 else ProgramHow.FENCE
 
 
 class _EarlierNames:
@@ -439,15 +422,15 @@ def _try_bare(text: str) -> ExtractedProgram | None:
     if isinstance(tree, ast.Module):
         if "return" in text and _has_top_return(tree.body):  # no walk where no return can be
             return None  # DocMath body without its header: the unfenced path repairs it
-        return ExtractedProgram(text, HOW_BARE) if _has_statement(tree) else None
+        return ExtractedProgram(text, ProgramHow.BARE) if _has_statement(tree) else None
     if tree is None and len(text) > MAX_PARSE_CHARS and _all_code_lines(text):
-        return ExtractedProgram(text, HOW_BARE, ("not_parsed",))
+        return ExtractedProgram(text, ProgramHow.BARE, ("not_parsed",))
     if isinstance(tree, SyntaxError) and _all_code_lines(text):
         if _looks_truncated(text, tree):
-            return ExtractedProgram(None, HOW_TRUNCATED, ("cut_mid_statement",), truncated=True)
+            return ExtractedProgram(None, ProgramHow.TRUNCATED, ("cut_mid_statement",), truncated=True)
         if _needs_repair(text):
             return None  # the unfenced path repairs it
-        return ExtractedProgram(text, HOW_BARE, ("syntax_error",))
+        return ExtractedProgram(text, ProgramHow.BARE, ("syntax_error",))
     return None
 
 
@@ -522,10 +505,10 @@ def _from_unfenced(text: str) -> ExtractedProgram:
     else:
         weak = [r for r in runs if _is_weak_run(r)]
         if not weak:
-            return ExtractedProgram(None, HOW_NONE)
+            return ExtractedProgram(None, ProgramHow.NONE)
         chosen, warnings = weak[-1], ("no_entry_point",)
     ends_text = text.rstrip().endswith(chosen.rstrip())
-    return _finish(chosen + "\n", HOW_UNFENCED, warnings, check_truncation=ends_text)
+    return _finish(chosen + "\n", ProgramHow.UNFENCED, warnings, check_truncation=ends_text)
 
 
 def _is_strong_run(probe: str) -> bool:
@@ -567,7 +550,7 @@ def _from_continuation(text: str) -> ExtractedProgram | None:
     body = "\n".join([first, *lines[1:]]) + "\n"
     if not _all_code_lines(body):
         return None
-    found = _finish(body, HOW_REPAIRED_HEADER, ("continuation",), check_truncation=fence < 0)
+    found = _finish(body, ProgramHow.REPAIRED_HEADER, ("continuation",), check_truncation=fence < 0)
     return None if "syntax_error" in found.warnings else found  # no repair parses: not this shape
 
 
@@ -587,10 +570,10 @@ def _parse(code: str) -> ast.Module | SyntaxError | None:
         return None
 
 
-def _finish(code: str, how: str, warnings: tuple[str, ...], *, check_truncation: bool) -> ExtractedProgram:
+def _finish(code: str, how: ProgramHow, warnings: tuple[str, ...], *, check_truncation: bool) -> ExtractedProgram:
     """Repair the chosen code when needed; report it cut when it ends mid-statement."""
     if not code.strip():
-        return ExtractedProgram(None, HOW_NONE, warnings)
+        return ExtractedProgram(None, ProgramHow.NONE, warnings)
     if not _needs_repair(code):
         if not check_truncation:
             return ExtractedProgram(code, how, warnings)
@@ -600,18 +583,18 @@ def _finish(code: str, how: str, warnings: tuple[str, ...], *, check_truncation:
         if tree is None:
             return ExtractedProgram(code, how, (*warnings, "not_parsed"))
         if _looks_truncated(code, tree):
-            return ExtractedProgram(None, HOW_TRUNCATED, (*warnings, "cut_mid_statement"), truncated=True)
+            return ExtractedProgram(None, ProgramHow.TRUNCATED, (*warnings, "cut_mid_statement"), truncated=True)
         return ExtractedProgram(code, how, (*warnings, "syntax_error"))
     repaired = _repair(code)
     if repaired is not None:
         return ExtractedProgram(repaired[0], repaired[1], warnings)
     tree = _parse(code)
     if isinstance(tree, SyntaxError) and check_truncation and _looks_truncated(code, tree):
-        return ExtractedProgram(None, HOW_TRUNCATED, (*warnings, "cut_mid_statement"), truncated=True)
+        return ExtractedProgram(None, ProgramHow.TRUNCATED, (*warnings, "cut_mid_statement"), truncated=True)
     return ExtractedProgram(code, how, (*warnings, "syntax_error") if not isinstance(tree, ast.Module) else warnings)
 
 
-def _finish_unclosed(code: str, how: str, warnings: tuple[str, ...]) -> ExtractedProgram:
+def _finish_unclosed(code: str, how: ProgramHow, warnings: tuple[str, ...]) -> ExtractedProgram:
     """An unclosed last fence: truncated, unless the code parses and ends complete (a stop sequence)."""
     candidate = code
     repaired = _repair(code) if _needs_repair(code) else None
@@ -620,7 +603,7 @@ def _finish_unclosed(code: str, how: str, warnings: tuple[str, ...]) -> Extracte
     tree = _parse(candidate)
     if isinstance(tree, ast.Module) and _ends_complete(tree):
         return ExtractedProgram(candidate, how, (*warnings, "unclosed_fence"))
-    return ExtractedProgram(None, HOW_TRUNCATED, (*warnings, "unclosed_fence"), truncated=True)
+    return ExtractedProgram(None, ProgramHow.TRUNCATED, (*warnings, "unclosed_fence"), truncated=True)
 
 
 def _ends_complete(tree: ast.Module) -> bool:
@@ -665,7 +648,7 @@ def _needs_repair(code: str) -> bool:
     )
 
 
-def _repair(code: str) -> tuple[str, str] | None:
+def _repair(code: str) -> tuple[str, ProgramHow] | None:
     """(repaired source, how) for DocMath-style bodies, or None when no repair makes it parse."""
     tree = _parse(code)
     if isinstance(tree, ast.Module) and not _has_top_return(tree.body):
@@ -680,7 +663,7 @@ def _repair(code: str) -> tuple[str, str] | None:
     return None
 
 
-def _repair_header_indent(code: str) -> tuple[str, str] | None:
+def _repair_header_indent(code: str) -> tuple[str, ProgramHow] | None:
     """`def solution():` present, body at column 0: indent the body up to the entry call."""
     lines = code.split("\n")
     for i, line in enumerate(lines):
@@ -688,27 +671,27 @@ def _repair_header_indent(code: str) -> tuple[str, str] | None:
             nxt = next((following for following in lines[i + 1 :] if following.strip()), "")
             if nxt[:1] not in (" ", "\t"):
                 body = _indent_until_call(lines[i + 1 :])
-                return "\n".join(lines[: i + 1] + body), HOW_REPAIRED_INDENT
+                return "\n".join(lines[: i + 1] + body), ProgramHow.REPAIRED_INDENT
     return None
 
 
-def _repair_indented_body(code: str) -> tuple[str, str] | None:
+def _repair_indented_body(code: str) -> tuple[str, ProgramHow] | None:
     """An indented body (DocMath's prompt already wrote the header): add it, or dedent a script."""
     first = next((line for line in code.split("\n") if line.strip()), "")
     if first[:1] not in (" ", "\t"):
         return None
     probe = _dedent_probe(code)
     if _TOP_RETURN.search(probe):
-        return "def solution():\n" + code.lstrip("\n"), HOW_REPAIRED_HEADER
-    return probe, HOW_REPAIRED_INDENT
+        return "def solution():\n" + code.lstrip("\n"), ProgramHow.REPAIRED_HEADER
+    return probe, ProgramHow.REPAIRED_INDENT
 
 
-def _repair_flat_body(code: str) -> tuple[str, str] | None:
+def _repair_flat_body(code: str) -> tuple[str, ProgramHow] | None:
     """A body at column 0 with a top-level `return`: wrap it in `def solution():`."""
     if not _TOP_RETURN.search(code):
         return None
     body = _indent_until_call(code.strip("\n").split("\n"))
-    return "def solution():\n" + "\n".join(body) + "\n", HOW_REPAIRED_HEADER
+    return "def solution():\n" + "\n".join(body) + "\n", ProgramHow.REPAIRED_HEADER
 
 
 def _indent_until_call(lines: list[str]) -> list[str]:

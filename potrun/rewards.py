@@ -72,10 +72,10 @@ _lock = threading.Lock()  # guards _state: the shared sandbox is made, replaced 
 _state: _Shared = {"config": SandboxConfig(), "box": None, "pid": None}
 
 
-def configure(**sandbox_options: Any) -> None:
-    """Options of the shared sandbox (`Sandbox` keyword arguments; the others keep their defaults); a
-    running one is closed and the next call starts one with these."""
-    config = SandboxConfig(**sandbox_options)  # checked now, not at the first reward
+def configure(config: SandboxConfig | None = None, /, **sandbox_options: Any) -> None:
+    """Options of the shared sandbox: a SandboxConfig, or `Sandbox` keyword arguments (the others keep
+    their defaults); a running one is closed and the next call starts one with these."""
+    config = _config_of(config, sandbox_options)  # checked now, not at the first reward
     with _lock:
         _close_locked()
         _state["config"] = config
@@ -86,15 +86,23 @@ def configure(**sandbox_options: Any) -> None:
 SANDBOX_OPTIONS = tuple(option.name for option in fields(SandboxConfig))
 
 
-def configure_if_changed(**sandbox_options: Any) -> None:
+def configure_if_changed(config: SandboxConfig | None = None, /, **sandbox_options: Any) -> None:
     """`configure(...)`, unless the shared sandbox already has exactly these options: a trainer's config
     gives them with every call, and the running sandbox is kept while they stay the same."""
-    config = SandboxConfig(**sandbox_options)
+    config = _config_of(config, sandbox_options)
     with _lock:
         if config == _state["config"]:
             return
         _close_locked()
         _state["config"] = config
+
+
+def _config_of(config: SandboxConfig | None, sandbox_options: Mapping[str, Any]) -> SandboxConfig:
+    if config is None:
+        return SandboxConfig.from_options(sandbox_options, "the shared sandbox")
+    if not isinstance(config, SandboxConfig) or sandbox_options:
+        raise UsageError("configure takes a SandboxConfig or Sandbox keyword arguments, not both")
+    return config
 
 
 def close() -> None:

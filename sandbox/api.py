@@ -1,9 +1,8 @@
 """`potrun.Sandbox`: run programs under a policy and OS limits, one or many at a time.
 
-- `SandboxConfig`: a sandbox's options, checked when it is made and nothing more (no backend is
-  touched: nothing connects to Docker or cleans a directory), so a config can be checked early,
-  shipped to Ray actors and varied with `dataclasses.replace`.
-- `Sandbox`: a warm pool of workers on one of the `BACKENDS` (backends.py), made from a config.
+- `SandboxConfig` (config.py): a sandbox's options, the one type that travels from the caller to the
+  backend (re-exported here).
+- `Sandbox`: a warm pool of workers on one of the `BACKENDS` (config.py), made from a config.
 - `SandboxLike`: what the pipeline needs of a sandbox; `Sandbox` and `potrun.check.cache.CachedSandbox`
   have it.
 """
@@ -14,12 +13,16 @@ import dataclasses
 import threading
 from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from contextlib import aclosing, closing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from potrun.policies import POLICY_NAMES, get_policy
-from potrun.sandbox.parent.backends import BACKENDS
-from potrun.sandbox.parent.pool import Arrival, Pool, default_workers
+from potrun.policies import get_policy
+from potrun.sandbox.config import (
+    BACKENDS,
+    SandboxConfig,
+    check_megabytes,
+    check_seconds,
+)
+from potrun.sandbox.parent.pool import Arrival, Pool
 from potrun.sandbox.wire.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
 from potrun.types import (
     DEFAULT_MEMORY_MB,
@@ -27,91 +30,15 @@ from potrun.types import (
     DEFAULT_TIMEOUT_S,
     Entry,
     ExecResult,
-    Isolation,
-    Limits,
     SandboxUnavailable,
     UsageError,
 )
 
+__all__ = ["CallOptions", "Sandbox", "SandboxConfig", "SandboxLike"]
+
 if TYPE_CHECKING:
     import asyncio  # imported where a coroutine needs it: every worker imports this module, and asyncio
     # would double the package's import time
-
-
-@dataclass(frozen=True, slots=True)
-class SandboxConfig:
-    """The options of a Sandbox (its keyword arguments, below), checked as the config is made: a bad
-    one is a UsageError that names it."""
-
-    backend: str = "process"
-    policy: str = "restricted"
-    workers: int | None = None  # None (or 0): default_workers(), which reads this machine's cores
-    timeout: float = DEFAULT_TIMEOUT_S
-    wall_timeout: float | None = None
-    memory_mb: int = DEFAULT_MEMORY_MB
-    output_bytes: int = DEFAULT_OUTPUT_BYTES
-    isolation: str | None = None  # None: "warm"
-    entry: str = "auto"
-    hash_seed: int = 0
-    image: str | None = None  # --backend docker; None: the docker backend's DEFAULT_IMAGE
-
-    def __post_init__(self) -> None:
-        _check_choice("backend", self.backend, tuple(BACKENDS))
-        _check_choice("policy", self.policy, POLICY_NAMES)
-        if self.isolation is not None:
-            _check_choice("isolation", self.isolation, tuple(tier.value for tier in Isolation))
-        _check_choice("entry", self.entry, tuple(entry.value for entry in Entry))
-        _check_seconds("timeout", self.timeout)
-        _check_megabytes("memory_mb", self.memory_mb)
-        _check_positive("output_bytes", self.output_bytes)
-        if self.wall_timeout is not None:
-            _check_seconds("wall_timeout", self.wall_timeout)
-        if self.workers is not None and self.workers < 0:
-            raise UsageError(f"workers must not be negative, not {self.workers!r}")
-
-    @property
-    def tier(self) -> Isolation:
-        return Isolation(self.isolation) if self.isolation else Isolation.WARM
-
-    @property
-    def worker_count(self) -> int:
-        return self.workers or default_workers(self.tier)
-
-    @property
-    def limits(self) -> Limits:
-        return Limits(
-            timeout_s=self.timeout,
-            wall_timeout_s=self.wall_timeout,
-            memory_mb=self.memory_mb,
-            output_bytes=self.output_bytes,
-        )
-
-
-def _check_choice(option: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise UsageError(f"unknown {option} {value!r}; choose one of {', '.join(choices)}")
-
-
-def _check_positive(option: str, value: float) -> None:
-    if not value > 0:  # not `value <= 0`: NaN is refused too
-        raise UsageError(f"{option} must be positive, not {value!r}")
-
-
-# The largest limits a program may be given. Past them the pool's own arithmetic breaks (a wall net
-# past time_t made select() raise on the pool's thread, which then failed every later program; a
-# float memory_mb broke the request header's struct), so they are refused here, as the call is made.
-MAX_TIMEOUT_S = 24 * 3600.0
-MAX_MEMORY_MB = 1024 * 1024
-
-
-def _check_seconds(option: str, value: object) -> None:
-    if type(value) not in (int, float) or not 0 < value <= MAX_TIMEOUT_S:  # type: ignore[operator]
-        raise UsageError(f"{option} must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], not {value!r}")
-
-
-def _check_megabytes(option: str, value: object) -> None:
-    if type(value) is not int or not 0 < value <= MAX_MEMORY_MB:
-        raise UsageError(f"{option} must be a whole number of MB in [1, {MAX_MEMORY_MB}], not {value!r}")
 
 
 class CallOptions(TypedDict, total=False):
@@ -203,19 +130,32 @@ class Sandbox:
         hash_seed: int = 0,
         image: str | None = None,
     ) -> None:
-        config = SandboxConfig(
-            backend,
-            policy=policy,
-            workers=workers,
-            timeout=timeout,
-            wall_timeout=wall_timeout,
-            memory_mb=memory_mb,
-            output_bytes=output_bytes,
-            isolation=isolation,
-            entry=entry,
-            hash_seed=hash_seed,
-            image=image,
+        self._setup(
+            SandboxConfig(
+                backend,
+                policy=policy,
+                workers=workers,
+                timeout=timeout,
+                wall_timeout=wall_timeout,
+                memory_mb=memory_mb,
+                output_bytes=output_bytes,
+                isolation=isolation,
+                entry=entry,
+                hash_seed=hash_seed,
+                image=image,
+            )
         )
+
+    @classmethod
+    def from_config(cls, config: SandboxConfig) -> Sandbox:
+        """The Sandbox of a config made before: the config itself, not its fields again."""
+        if not isinstance(config, SandboxConfig):
+            raise UsageError(f"from_config takes a SandboxConfig, not {type(config).__name__}")
+        box = cls.__new__(cls)
+        box._setup(config)
+        return box
+
+    def _setup(self, config: SandboxConfig) -> None:
         self.config = config
         self.policy = get_policy(config.policy)
         self.limits = config.limits
@@ -228,10 +168,6 @@ class Sandbox:
         self._completed_before = 0  # by pools closed before the current one
         self._companions: dict[tuple[str, str], Sandbox] = {}
         self._lock = threading.RLock()  # start, close and companions, from any thread
-
-    @classmethod
-    def from_config(cls, config: SandboxConfig) -> Sandbox:
-        return cls(**dataclasses.asdict(config))
 
     # -- life cycle ----------------------------------------------------------------------------------------
 
@@ -314,10 +250,10 @@ class Sandbox:
             raise UsageError(f"a program's source must be a string, not {type(source).__name__}")
         limits = self.limits
         if timeout is not None:
-            _check_seconds("timeout", timeout)
+            check_seconds("timeout", timeout)
             limits = dataclasses.replace(limits, timeout_s=timeout, wall_timeout_s=None)
         if memory_mb is not None:
-            _check_megabytes("memory_mb", memory_mb)
+            check_megabytes("memory_mb", memory_mb)
             limits = dataclasses.replace(limits, memory_mb=memory_mb)
         return RunRequest(
             source=source,

@@ -30,7 +30,7 @@ import pytest
 import potrun.sandbox.parent.docker
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox.api import SandboxConfig
-from potrun.sandbox.parent.backends import BACKENDS, unavailable
+from potrun.sandbox.config import BACKENDS, unavailable
 
 POLICIES = ("restricted", "trusted")
 WORKERS = 2

@@ -44,7 +44,7 @@ from potrun.check.records import Record
 from potrun.check.scoring import ChecklistItem, check_checklist, parse_checklist
 from potrun.comparators import compare
 from potrun.comparators.golds import Text, UnreadableGold, norm_text, read_gold
-from potrun.extractors import HOW_LAST_NUMBER, HOW_NO_ANSWER, ExtractedAnswer, extract_answer, parse_number
+from potrun.extractors import AnswerHow, ExtractedAnswer, extract_answer, parse_number
 from potrun.types import BadRecord, InputError
 
 SANDBOX: dict[str, Any] = {}  # nothing runs: responses are judged on their text
@@ -248,7 +248,7 @@ def _judge_answer(answer: ExtractedAnswer, gold: Any, data: Mapping[str, Any], *
 
     if isinstance(form, Text):
         # an answer without a marker is read from the last number; a judge reads the last paragraph
-        said = text if answer.how not in (HOW_LAST_NUMBER, HOW_NO_ANSWER) else _last_paragraph(data["response"])
+        said = text if answer.how not in (AnswerHow.LAST_NUMBER, AnswerHow.NONE) else _last_paragraph(data["response"])
         return said is not None and _names(said, gold)
     return False
 

@@ -33,6 +33,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from potrun.benchmarks.base import bad_record, judged_without_programs, unreadable, verdict
@@ -265,11 +266,16 @@ def _fine_grained(results: Sequence[RecordResult]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- extraction (GPT-4o's step)
 
-HOW_NOT_ANSWERABLE = "not_answerable"
-HOW_FAIL_TO_ANSWER = "fail_to_answer"
-HOW_NUMBER = "number"
-HOW_LIST = "list"
-HOW_TEXT = "text"
+
+class ConciseHow(StrEnum):
+    """How `extract_concise_answer` read a response (a result's `extraction`)."""
+
+    NOT_ANSWERABLE = "not_answerable"
+    FAIL_TO_ANSWER = "fail_to_answer"
+    NUMBER = "number"
+    LIST = "list"
+    TEXT = "text"
+
 
 # "If the analysis only tells you that it can not read/understand the images or documents"
 _UNREADABLE = re.compile(
@@ -313,7 +319,7 @@ _NUMBER_WORDS = {  # what GPT-4o writes as digits ("There are five judging crite
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
-def extract_concise_answer(response: str, question: str, answer_format: str) -> tuple[str, str]:
+def extract_concise_answer(response: str, question: str, answer_format: str) -> tuple[ConciseHow, str]:
     """What the extraction prompt asks GPT-4o for, as (how, concise answer text): the text the
     pipeline then evals. `answer_format` (the record's) says what kind of answer to look for, as the
     question tells GPT-4o; the response decides whether there is one."""
@@ -321,20 +327,20 @@ def extract_concise_answer(response: str, question: str, answer_format: str) -> 
     if guess is not None:
         return _answer_in(response[guess.end() :], question, answer_format)
     if _UNREADABLE.search(response):
-        return HOW_FAIL_TO_ANSWER, FAIL_TO_ANSWER
+        return ConciseHow.FAIL_TO_ANSWER, FAIL_TO_ANSWER
     if _NOT_ANSWERABLE.search(response):
-        return HOW_NOT_ANSWERABLE, NOT_ANSWERABLE
+        return ConciseHow.NOT_ANSWERABLE, NOT_ANSWERABLE
     return _answer_in(response, question, answer_format)
 
 
-def _answer_in(text: str, question: str, answer_format: str) -> tuple[str, str]:
+def _answer_in(text: str, question: str, answer_format: str) -> tuple[ConciseHow, str]:
     if answer_format in ("Integer", "Float"):
         number = _number(text, question, integer=answer_format == "Integer")
         if number is not None:
-            return HOW_NUMBER, number
+            return ConciseHow.NUMBER, number
     if answer_format == "List":
-        return HOW_LIST, repr(_items(text))
-    return HOW_TEXT, _span(text)
+        return ConciseHow.LIST, repr(_items(text))
+    return ConciseHow.TEXT, _span(text)
 
 
 def _span(text: str) -> str:

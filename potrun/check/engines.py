@@ -47,8 +47,8 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, sandbox_options: Mapping[str, Any], *, cache: bool = True) -> None:
-        self.config = SandboxConfig(**sandbox_options)
+    def __init__(self, config: SandboxConfig, *, cache: bool = True) -> None:
+        self.config = config
         self.sandbox = Sandbox.from_config(self.config)
         self._cache = CachedSandbox(self.sandbox) if cache else None
         self._runner: SandboxLike = self._cache if self._cache is not None else self.sandbox
@@ -136,7 +136,7 @@ class RayEngine:
 
     def __init__(
         self,
-        sandbox_options: Mapping[str, Any],
+        config: SandboxConfig,
         *,
         cache: bool = True,
         address: str | None = None,
@@ -144,7 +144,7 @@ class RayEngine:
         num_cpus: int | None = None,
         shard_records: int | None = None,
     ) -> None:
-        self.config = SandboxConfig(**sandbox_options)  # checked here; the sandboxes are the actors'
+        self.config = config  # the actors' sandboxes are made from it, on their nodes
         self.cache = cache
         self.address = address
         self.actors = actors
@@ -363,7 +363,7 @@ def import_ray() -> Any:
 
 def make_engine(
     name: str,
-    sandbox_options: Mapping[str, Any],
+    config: SandboxConfig,
     *,
     cache: bool = True,
     ray_address: str | None = None,
@@ -372,8 +372,8 @@ def make_engine(
     if name == "local":
         if ray_address or ray_actors:
             raise UsageError("--ray-address and --ray-actors need --engine ray")
-        return LocalEngine(sandbox_options, cache=cache)
+        return LocalEngine(config, cache=cache)
     if name == "ray":
         import_ray()
-        return RayEngine(sandbox_options, cache=cache, address=ray_address, actors=ray_actors)
+        return RayEngine(config, cache=cache, address=ray_address, actors=ray_actors)
     raise UsageError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")

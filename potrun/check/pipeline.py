@@ -37,7 +37,7 @@ from potrun.check.process_golds import (
 from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, field_value, first_field, read_records
 from potrun.check.scoring import majority_vote, pass_at_k
 from potrun.comparators import PRESETS, compare, read_answer
-from potrun.extractors import classify_output, extract_answer, extract_program
+from potrun.extractors import AnswerHow, ProgramHow, classify_output, extract_answer, extract_program
 from potrun.sandbox.api import SandboxLike
 from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
@@ -97,7 +97,7 @@ class Sample:
     """One model output of a record, after extraction: a program to run, or an answer to compare."""
 
     mode: str  # pot or cot
-    how: str  # the extraction rule that fired
+    how: ProgramHow | AnswerHow  # the extraction rule that fired
     source: str | None = None  # the program (pot)
     answer: Value = None  # the extracted answer text (cot)
     failure: str | None = None  # no_program / truncated when nothing could be run

@@ -15,7 +15,6 @@ many records `out` holds when the run stopped, those of the runs it resumes incl
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -65,7 +64,7 @@ class CheckRun:
         self.golds = load_golds(gold, self.options.id_fields, self.options.gold_fields) if gold else None
         self.first = FirstRecord(_items(preds, max_line_bytes))
         self.engine = make_engine(
-            engine, _sandbox_options(sandbox), cache=cache, ray_address=ray_address, ray_actors=ray_actors
+            engine, _sandbox_config(sandbox), cache=cache, ray_address=ray_address, ray_actors=ray_actors
         )
         # Records in `out` once it is closed (those of the runs it resumes included); None before.
         self.kept: int | None = None
@@ -195,11 +194,11 @@ def _items(preds: Records, max_line_bytes: int) -> Iterator[Record | BadRecord]:
     return (given_record(item, number) for number, item in enumerate(preds, start=1))
 
 
-def _sandbox_options(sandbox: SandboxConfig | Mapping[str, Any] | None) -> dict[str, Any]:
-    """The engine's sandbox keywords (plain data: Ray ships them to its nodes)."""
+def _sandbox_config(sandbox: SandboxConfig | Mapping[str, Any] | None) -> SandboxConfig:
+    """The engine's SandboxConfig (plain data: Ray ships it to its nodes)."""
     if isinstance(sandbox, SandboxConfig):
-        return {field.name: getattr(sandbox, field.name) for field in dataclasses.fields(sandbox)}
-    return dict(sandbox or {})
+        return sandbox
+    return SandboxConfig.from_options(dict(sandbox or {}), "run_check's sandbox")
 
 
 def _left(total: int | None, done: int) -> int | None:

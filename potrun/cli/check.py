@@ -13,7 +13,7 @@ from potrun.cli.common import (
     check_presets,
     compare_options,
     positive_int,
-    sandbox_options,
+    sandbox_config,
     split_fields,
 )
 from potrun.cli.exits import (
@@ -84,7 +84,7 @@ def _open_run(args: argparse.Namespace, options: Any) -> Any:
         args.preds,
         options,
         gold=args.gold,
-        sandbox=sandbox_options(args),
+        sandbox=sandbox_config(args),
         out=args.out,
         resume=args.resume,
         engine=args.engine,

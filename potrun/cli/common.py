@@ -20,22 +20,24 @@ from potrun.types import (
 def make_sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:
     from potrun import Sandbox
 
-    return Sandbox(**sandbox_options(args, workers))
+    return Sandbox.from_config(sandbox_config(args, workers))
 
 
-def sandbox_options(args: argparse.Namespace, workers: int | None = None) -> dict[str, Any]:
-    """The Sandbox keyword arguments of the sandbox options (plain data: Ray ships them to its nodes)."""
-    return {
-        "backend": args.backend,
-        "policy": args.policy,
-        "workers": workers or args.workers,
-        "timeout": args.timeout,
-        "wall_timeout": args.wall_timeout,
-        "memory_mb": args.memory,
-        "isolation": args.isolation,
-        "entry": args.entry,
-        "image": args.image,
-    }
+def sandbox_config(args: argparse.Namespace, workers: int | None = None) -> Any:
+    """The SandboxConfig of the sandbox options (plain data: Ray ships it to its nodes)."""
+    from potrun import SandboxConfig
+
+    return SandboxConfig(
+        args.backend,
+        policy=args.policy,
+        workers=workers or args.workers,
+        timeout=args.timeout,
+        wall_timeout=args.wall_timeout,
+        memory_mb=args.memory,
+        isolation=args.isolation,
+        entry=args.entry,
+        image=args.image,
+    )
 
 
 def compare_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -102,7 +104,7 @@ def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
 
 def backend_names() -> list[str]:
     """The backends' names, from their registry."""
-    from potrun.sandbox.parent.backends import BACKENDS
+    from potrun.sandbox.config import BACKENDS
 
     return list(BACKENDS)
 

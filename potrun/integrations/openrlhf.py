@@ -79,16 +79,16 @@ def make_reward_func(**options: Any) -> Callable[..., dict[str, Any]]:
     check_options(options, (*_SCORING_OPTIONS, *SANDBOX_OPTIONS), "make_reward_func")
     scoring = {name: value for name, value in options.items() if name in _SCORING_OPTIONS}
     sandbox_options = {name: value for name, value in options.items() if name in SANDBOX_OPTIONS}
+    # checked now, not at the first reward
+    sandbox_config = SandboxConfig.from_options(sandbox_options, "make_reward_func") if sandbox_options else None
     compare = scoring.get("compare") or {}
     if not isinstance(compare, Mapping):
         raise UsageError("make_reward_func: compare must be a dict of the preset's options")
     check_compare_options(scoring.get("preset", "default"), compare, "make_reward_func: compare")
-    if sandbox_options:
-        SandboxConfig(**sandbox_options)  # checked now, not at the first reward
 
     def reward_func(queries: Sequence[str], prompts: Sequence[str | None], labels: Sequence[Any], **_: Any) -> Any:
-        if sandbox_options and scoring.get("sandbox") is None:
-            configure_if_changed(**sandbox_options)
+        if sandbox_config is not None and scoring.get("sandbox") is None:
+            configure_if_changed(sandbox_config)
         return score_queries(queries, prompts, labels, **scoring)
 
     return reward_func

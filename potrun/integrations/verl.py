@@ -49,7 +49,7 @@ from potrun.check.pipeline import RecordResult
 from potrun.comparators import check_compare_options
 from potrun.options import check_options
 from potrun.rewards import SANDBOX_OPTIONS, configure_if_changed, reward_of, reward_points, score_records
-from potrun.sandbox.api import SandboxLike
+from potrun.sandbox.api import SandboxConfig, SandboxLike
 from potrun.types import UsageError, json_safe
 
 __all__ = ["acompute_score", "compute_score", "compute_score_batched"]
@@ -100,9 +100,9 @@ def compute_score_batched(
 
     `sandbox`: a started Sandbox of your own instead of the shared one; `keywords`: the shared
     sandbox's options and verl's own (module docstring)."""
-    sandbox_options = _sandbox_options(keywords)
-    if sandbox is None and sandbox_options:
-        configure_if_changed(**sandbox_options)
+    sandbox_config = _sandbox_config(keywords)
+    if sandbox is None and sandbox_config is not None:
+        configure_if_changed(sandbox_config)
     base = {"shaped": shaped, "scale": scale, "mode": mode, "preset": preset, "compare": compare}
     routes = _routes(data_sources, base, by_data_source, len(solution_strs))
     scores: list[VerlScore] = [0.0] * len(solution_strs)
@@ -134,12 +134,13 @@ SCORING_OPTIONS = ("shaped", "scale", "mode", "preset", "compare")  # what `by_d
 _OWN_OPTIONS = (*SCORING_OPTIONS, "details", "by_data_source", "sandbox")
 
 
-def _sandbox_options(keywords: Mapping[str, Any]) -> dict[str, Any]:
-    """The shared sandbox's options among `keywords`; a keyword that is neither one nor verl's own is
-    a UsageError naming the closest known one."""
+def _sandbox_config(keywords: Mapping[str, Any]) -> SandboxConfig | None:
+    """The shared sandbox's config of its options among `keywords` (None: none given); a keyword that
+    is neither one nor verl's own is a UsageError naming the closest known one."""
     known = (*_OWN_OPTIONS, *SANDBOX_OPTIONS, *VERL_KEYWORDS)
     check_options(keywords, known, "potrun's verl reward (reward_kwargs)")
-    return {name: value for name, value in keywords.items() if name in SANDBOX_OPTIONS}
+    options = {name: value for name, value in keywords.items() if name in SANDBOX_OPTIONS}
+    return SandboxConfig(**options) if options else None
 
 
 def _routes(

@@ -66,7 +66,7 @@ from potrun.check.records import (
     given_record,
     read_records,
 )
-from potrun.sandbox.api import Sandbox
+from potrun.sandbox.api import Sandbox, SandboxConfig
 from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import (
     DEFAULT_MEMORY_MB,
@@ -162,12 +162,12 @@ def validate(
         return iter(())
     owned: list[Sandbox] = []  # built here (cheap: nothing starts before the first record) so that
     if sandbox is None:  # bad sandbox options fail at the call; started and closed by the iterator
-        seed = int(sandbox_options.pop("hash_seed", 0))
-        options = dict(policy=policy, timeout=timeout, memory_mb=memory_mb, workers=workers, **sandbox_options)
-        sandbox = Sandbox(**options, hash_seed=seed)
+        given = dict(policy=policy, timeout=timeout, memory_mb=memory_mb, workers=workers, **sandbox_options)
+        config = SandboxConfig.from_options(given, "validate")
+        sandbox = Sandbox.from_config(config)
         owned.append(sandbox)
         if recheck is None:
-            recheck = Sandbox(**options, hash_seed=seed + 1)
+            recheck = Sandbox.from_config(replace(config, hash_seed=config.hash_seed + 1))
             owned.append(recheck)
     return _validate(itertools.chain([first], items), settings, sandbox, recheck, owned)
 

@@ -41,10 +41,10 @@ from potrun.sandbox.inside.runner import AuditHook, Runner, trusted_audit_hook
 from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
 from potrun.sandbox.wire.protocol import (
     EXIT,
-    PROTOCOL_VERSION,
     RUN_TIERED,
     FrameReader,
     FrameTooLarge,
+    Hello,
     ProtocolError,
     RunRequest,
     check_result,
@@ -292,15 +292,13 @@ class Worker:
             seccomp=self.seccomp,
             uts_namespace=self.uts_isolated or _fixed_hostname(),
         )
-        return {
-            "op": "hello",
-            "pid": os.getpid(),
-            "host_pid": self.host_pid,
-            "fork_server_pid": self.forks.pid,  # the parent of every forked program
-            "protocol": PROTOCOL_VERSION,
-            "python": sys.version.split()[0],
-            "capabilities": capabilities.to_dict(),
-        }
+        return Hello(
+            pid=os.getpid(),
+            host_pid=self.host_pid,
+            fork_server_pid=self.forks.pid,  # the parent of every forked program
+            python=sys.version.split()[0],
+            capabilities=capabilities.to_dict(),
+        ).to_wire()
 
     # -- the loop --------------------------------------------------------------------------------------
 

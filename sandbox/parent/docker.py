@@ -90,7 +90,7 @@ from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_a
 from potrun.types import Limits, SandboxUnavailable
 
 if TYPE_CHECKING:
-    from potrun.sandbox.api import SandboxConfig
+    from potrun.sandbox.config import SandboxConfig
 
 log = logging.getLogger("potrun.sandbox.parent.docker")
 
@@ -206,7 +206,7 @@ def code_fingerprint() -> str:
 
 
 def make_backend(config: SandboxConfig) -> DockerBackend:
-    """The docker backend of `config` (backends.BACKENDS): connects to the engine, checks the image."""
+    """The docker backend of `config` (config.BACKENDS): connects to the engine, checks the image."""
     return DockerBackend(image=config.image, hash_seed=config.hash_seed, limits=config.limits)
 
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from potrun.sandbox.wire.protocol import (
     EXIT,
-    PROTOCOL_VERSION,
     FrameReader,
+    Hello,
     RunRequest,
     encode,
     encode_result,
@@ -71,8 +71,7 @@ class FakeWorker:
 
     def _serve(self) -> None:
         try:
-            hello = {"op": "hello", "pid": os.getpid(), "protocol": PROTOCOL_VERSION, "capabilities": {}}
-            write_all(self._answers_write, encode(hello))
+            write_all(self._answers_write, encode(Hello(os.getpid()).to_wire()))
             reader = FrameReader()
             while data := os.read(self._requests_read, READ_SIZE):
                 for body in reader.feed(data):

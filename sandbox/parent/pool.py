@@ -38,14 +38,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from potrun.sandbox.wire.protocol import (
     PROTOCOL_VERSION,
     FrameReader,
+    Hello,
     ProtocolError,
+    ProtocolMismatch,
     RunRequest,
     decode,
     encode_exit,
     encode_request,
     result_from_wire,
 )
-from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status, confirming_limits
+from potrun.types import ExecResult, SandboxUnavailable, Status, confirming_limits
 
 if TYPE_CHECKING:
     import asyncio
@@ -149,7 +151,7 @@ class Slot:
     written: int = 0  # ...and of them, written: a job whose request was not written whole never ran
     answered: int = 0  # answers taken from it
     progress: float = field(default_factory=time.monotonic)
-    hello: dict[str, Any] = field(default_factory=dict)
+    hello: Hello | None = None  # once the worker said it
 
     def deadline(self) -> float:
         head = self.inflight[0].request.limits.wall_limit_s
@@ -226,7 +228,8 @@ class Pool:
 
     @property
     def capabilities(self) -> dict[str, Any]:
-        return self.slots[0].hello.get("capabilities", {}) if self.slots else {}
+        hello = self.slots[0].hello if self.slots else None
+        return dict(hello.capabilities) if hello is not None else {}
 
     @property
     def failed(self) -> bool:
@@ -269,11 +272,19 @@ class Pool:
     def _await_hello(self, slot: Slot) -> None:
         """Wait for the worker's hello; StartFailed (the worker killed) saying why when none comes."""
         try:
-            slot.hello = self._read_hello(slot)
+            slot.hello = Hello.from_wire(self._read_hello(slot))
+        except ProtocolMismatch as exc:  # a worker from an older image would misread every request
+            slot.conn.kill()
+            raise SandboxUnavailable(
+                f"{self.backend.name} worker {slot.number} speaks protocol {exc.spoken}, "
+                f"potrun speaks {PROTOCOL_VERSION}: rebuild the sandbox image"
+            ) from None
+        except ProtocolError as exc:
+            slot.conn.kill()
+            raise StartFailed(f"its hello was not the protocol's ({exc})") from None
         except StartFailed:
             slot.conn.kill()
             raise
-        self._check_protocol(slot)
 
     def _read_hello(self, slot: Slot) -> dict[str, Any]:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -294,16 +305,6 @@ class Pool:
         except SandboxUnavailable as exc:  # a container that the engine could not make or start
             raise StartFailed(str(exc)) from None
         raise StartFailed(f"no hello within {START_TIMEOUT_S:g} s")
-
-    def _check_protocol(self, slot: Slot) -> None:
-        """A worker from an older image would misread every request: say so at start."""
-        spoken = slot.hello.get("protocol")
-        if spoken != PROTOCOL_VERSION:
-            slot.conn.kill()
-            raise SandboxUnavailable(
-                f"{self.backend.name} worker {slot.number} speaks protocol {spoken}, "
-                f"potrun speaks {PROTOCOL_VERSION}: rebuild the sandbox image"
-            )
 
     def _replace(self, slot: Slot) -> None:
         slot.conn.kill()
@@ -625,10 +626,3 @@ _END = object()
 
 def _load(slot: Slot) -> int:
     return len(slot.inflight)
-
-
-def default_workers(isolation: Isolation = Isolation.WARM) -> int:
-    """One worker per core; two for fork isolation, where a worker waits while its fork runs and exits
-    (two per core gave more programs/s than one, more than two no gain: docs/performance.md)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 * cores if isolation is Isolation.FORK else cores

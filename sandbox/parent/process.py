@@ -22,7 +22,7 @@ from potrun.sandbox.kernel.isolation import (
 from potrun.types import Isolation
 
 if TYPE_CHECKING:
-    from potrun.sandbox.api import SandboxConfig
+    from potrun.sandbox.config import SandboxConfig
 
 SCRATCH_PREFIX = "potrun-worker-"  # then the pid of the potrun process that made it
 _swept = False  # leftovers of dead potrun processes are removed once per process
@@ -127,7 +127,7 @@ class ProcessBackend:
 
 
 def make_backend(config: SandboxConfig) -> ProcessBackend:
-    """The process backend of `config` (backends.BACKENDS)."""
+    """The process backend of `config` (config.BACKENDS)."""
     return ProcessBackend(hash_seed=config.hash_seed, pin_cpus=config.tier is Isolation.FORK)
 
 

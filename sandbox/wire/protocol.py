@@ -23,9 +23,11 @@ before it starts (`"stdin": "...", "files": [["data/in.txt", "<base64>"], ...]`)
 The header repeats what the worker needs to schedule a program, so that it can stream a request to its
 warm runner untouched, without decoding the JSON. An exit request is the header alone.
 
-Replies (worker -> potrun) are JSON; potrun refuses a worker whose hello names another protocol::
+Replies (worker -> potrun) are JSON. The first is a `Hello` (checked by `Hello.from_wire`; potrun
+refuses a worker whose hello names another protocol)::
 
-    {"op": "hello", "pid": 123, "protocol": 4, "capabilities": {...what the worker could enforce...}}
+    {"op": "hello", "pid": 1, "host_pid": 123, "fork_server_pid": 2, "protocol": 4, "python": "3.12.1",
+     "capabilities": {...each mechanism the worker could enforce: true or false...}}
     {"op": "result", "id": 7, "status": "ok", "value": 42, "value_type": "int", "isolation": "warm", ...}
 
 A result is an `ExecResult` (`potrun.types`): the type a runner and a worker build, the wire carries
@@ -516,3 +518,86 @@ def _check_value(value: Any, depth: int, budget: list[int]) -> None:
         budget[0] -= 8
     if budget[0] < 0:
         raise ProtocolError("a value larger than the output limit")
+
+
+# -- the hello ----------------------------------------------------------------------------------------
+
+MAX_PID = 1 << 22  # Linux's PID_MAX_LIMIT
+MAX_CAPABILITIES = 64  # named mechanisms a worker reports (isolation.Capabilities has 13)
+NAME_LIMIT = 40  # characters of a capability's name
+VERSION_LIMIT = 40  # characters of the worker's Python version
+
+
+class ProtocolMismatch(ProtocolError):
+    """A worker's hello names another protocol (a worker from an older image): `spoken` is what it
+    named, shown cut short."""
+
+    def __init__(self, spoken: str) -> None:
+        super().__init__(f"the worker speaks protocol {spoken}, potrun speaks {PROTOCOL_VERSION}")
+        self.spoken = spoken
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """The first message a worker sends, once it is ready: who it is and what it could enforce.
+
+    `pid`: the worker's pid as it sees itself (1 in a PID namespace); `host_pid`: as potrun sees it;
+    `fork_server_pid`: the parent of every program it forks; `capabilities`: each containment
+    mechanism by name (`isolation.Capabilities`), on or off. A fake worker (`parent/fake.py`) gives the
+    protocol, its pid and no capability."""
+
+    pid: int
+    protocol: int = PROTOCOL_VERSION
+    capabilities: dict[str, bool] = field(default_factory=dict)
+    host_pid: int | None = None
+    fork_server_pid: int | None = None
+    python: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        message = {"op": "hello", **{name: getattr(self, name) for name in _HELLO_FIELDS}}
+        return {name: value for name, value in message.items() if value is not None}
+
+    @classmethod
+    def from_wire(cls, message: dict[str, Any]) -> Hello:
+        """A worker's hello, every field checked (exact types, bounded sizes). Raises ProtocolMismatch
+        when it names another protocol, ProtocolError for anything else that is not a hello."""
+        if message.get("op") != "hello":
+            raise ProtocolError("a hello must be the worker's first message")
+        spoken = message.get("protocol")
+        if type(spoken) is not int or spoken != PROTOCOL_VERSION:
+            raise ProtocolMismatch(str(spoken)[:TYPE_LIMIT] if type(spoken) in (int, str) else type(spoken).__name__)
+        unknown = set(message) - {"op", *_HELLO_FIELDS}
+        if unknown:
+            raise ProtocolError(f"a hello with unknown fields {sorted(str(name)[:NAME_LIMIT] for name in unknown)[:5]}")
+        return cls(
+            pid=_pid(message.get("pid")),
+            protocol=spoken,
+            capabilities=_capabilities(message.get("capabilities", {})),
+            host_pid=None if message.get("host_pid") is None else _pid(message["host_pid"]),
+            fork_server_pid=None if message.get("fork_server_pid") is None else _pid(message["fork_server_pid"]),
+            python=_short_text(message.get("python", ""), VERSION_LIMIT),
+        )
+
+
+_HELLO_FIELDS = tuple(name.name for name in dataclasses.fields(Hello))
+
+
+def _pid(value: Any) -> int:
+    if type(value) is not int or not 0 < value <= MAX_PID:
+        raise ProtocolError("a hello's pid must be a process id")
+    return value
+
+
+def _capabilities(value: Any) -> dict[str, bool]:
+    if type(value) is not dict or len(value) > MAX_CAPABILITIES:
+        raise ProtocolError(f"a hello's capabilities must be an object of at most {MAX_CAPABILITIES} names")
+    for name, enforced in value.items():
+        if type(name) is not str or not 0 < len(name) <= NAME_LIMIT or type(enforced) is not bool:
+            raise ProtocolError("a hello's capability must be a short name that is true or false")
+    return dict(value)
+
+
+def _short_text(value: Any, limit: int) -> str:
+    if type(value) is not str or len(value) > limit:
+        raise ProtocolError(f"a hello's text field must be a string of at most {limit} characters")
+    return value

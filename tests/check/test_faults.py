@@ -43,7 +43,7 @@ from potrun.sandbox.kernel.isolation import PIDS_CGROUP_ROOT
 from potrun.sandbox.parent import pool as pool_module
 from potrun.sandbox.parent.fake import FakeBackend
 from potrun.sandbox.parent.pool import START_TRIES, Pool
-from potrun.sandbox.wire.protocol import PROTOCOL_VERSION, RunRequest, encode
+from potrun.sandbox.wire.protocol import Hello, RunRequest, encode
 from potrun.types import SandboxUnavailable
 
 MACHINE_STATUSES = {"crashed", "sandbox_error", "timeout"}  # what a fault may make of the program it hit
@@ -519,8 +519,7 @@ class DeadAfterHello(Stillborn):
 
     def __init__(self) -> None:
         self._read, write = os.pipe()
-        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "capabilities": {}}
-        os.write(write, encode(hello))
+        os.write(write, encode(Hello(os.getpid()).to_wire()))
         os.close(write)
         self._closed = False
 

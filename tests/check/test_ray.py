@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from test_durability import RUN_STATISTICS, build_input, results_of, slow_program, slow_value
 
+from potrun import SandboxConfig
 from potrun.check import engines
 from potrun.check.pipeline import CheckOptions
 from potrun.check.records import read_records
@@ -32,7 +33,9 @@ ARGS = ["--workers", "1", "--timeout", "5", "--quiet"]
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    engine = engines.RayEngine({"workers": 1}, num_cpus=4)  # logical CPUs: one per actor (1 here, 2 in a test)
+    engine = engines.RayEngine(
+        SandboxConfig(workers=1), num_cpus=4
+    )  # logical CPUs: one per actor (1 here, 2 in a test)
     engine.start()
     try:
         yield
@@ -81,7 +84,7 @@ def test_ray_actor_killed_mid_run(local_ray: None, tmp_path: Path) -> None:
     preds.write_text(
         "".join(json.dumps({"id": k, "output": slow_program(k), "answer": slow_value(k)}) + "\n" for k in range(count))
     )
-    engine = engines.RayEngine({"workers": 1}, actors=1)
+    engine = engines.RayEngine(SandboxConfig(workers=1), actors=1)
     with engine:
         results = engine.results(read_records(preds), CheckOptions())
         seen = [next(results)]
@@ -110,4 +113,4 @@ def test_ray_options_need_the_ray_engine(tmp_path: Path, monkeypatch: pytest.Mon
     assert main(["check", str(preds), "--ray-address", "auto", *ARGS]) == 2
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as if the extra were not installed
     with pytest.raises(engines.UsageError, match="pip install 'potrun\\[ray\\]'"):
-        engines.make_engine("ray", {"workers": 1})
+        engines.make_engine("ray", SandboxConfig(workers=1))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from paths import SHARED
 
-from potrun.extractors import ANSWER_HOWS, ExtractedAnswer, ParsedNumber, extract_answer, parse_number
+from potrun.extractors import AnswerHow, ExtractedAnswer, ParsedNumber, extract_answer, parse_number
 from potrun.extractors.chat import SPECIAL_TOKENS
 
 PEER_CASES = SHARED / "peer-cases" / "peer_test_cases.jsonl"
@@ -293,7 +293,7 @@ def test_extract_answer_table(text: str, value: Any, how: str, confident: bool) 
     got = extract_answer(text)
     assert (got.how, got.confident) == (how, confident), got
     assert _same(_plain(got.value), value), got
-    assert got.how in ANSWER_HOWS
+    assert type(got.how) is AnswerHow
 
 
 def test_percent_and_scale_survive() -> None:

@@ -14,17 +14,8 @@ import pytest
 from paths import SHARED
 
 from potrun.extractors import (
-    HOW_BARE,
-    HOW_FENCE,
-    HOW_FENCE_ENTRY,
-    HOW_FENCE_MERGED,
-    HOW_NONE,
-    HOW_REPAIRED_HEADER,
-    HOW_REPAIRED_INDENT,
-    HOW_TRUNCATED,
-    HOW_UNFENCED,
-    PROGRAM_HOWS,
     ExtractedProgram,
+    ProgramHow,
     classify_output,
     extract_program,
 )
@@ -54,27 +45,27 @@ def _last_fence(text: str) -> str:
 
 # index in CODE_CASES -> (how, potrun's expected source from the input, reason when it differs from the peer)
 CODE_OURS: dict[int, tuple[str, Callable[[str], str], str | None]] = {
-    0: (HOW_UNFENCED, lambda t: "", None),  # "" = the peer's expected (evalplus code_extract)
-    1: (HOW_UNFENCED, lambda t: "", None),
+    0: (ProgramHow.UNFENCED, lambda t: "", None),  # "" = the peer's expected (evalplus code_extract)
+    1: (ProgramHow.UNFENCED, lambda t: "", None),
     2: (
-        HOW_FENCE,
+        ProgramHow.FENCE,
         _first_fence,
         "evalplus sanitize() prunes asserts, duplicate defs and return-less "
         "functions; potrun runs the block as the model wrote it (the sandbox judges it)",
     ),
-    3: (HOW_FENCE, lambda t: "", None),  # nothing to prune: evalplus returns the block too
-    4: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
-    5: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
-    6: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
-    7: (HOW_FENCE, _first_fence, "same: no dependency pruning for an entry point"),
+    3: (ProgramHow.FENCE, lambda t: "", None),  # nothing to prune: evalplus returns the block too
+    4: (ProgramHow.FENCE, _first_fence, "same: no dependency pruning for an entry point"),
+    5: (ProgramHow.FENCE, _first_fence, "same: no dependency pruning for an entry point"),
+    6: (ProgramHow.FENCE, _first_fence, "same: no dependency pruning for an entry point"),
+    7: (ProgramHow.FENCE, _first_fence, "same: no dependency pruning for an entry point"),
     8: (
-        HOW_BARE,
+        ProgramHow.BARE,
         lambda t: t,
         "a plain program comes back unchanged, its test print included "
         "(evalplus' legacy sanitizer strips trailing tests)",
     ),
     9: (
-        HOW_FENCE_ENTRY,
+        ProgramHow.FENCE_ENTRY,
         _last_fence,
         "Qwen joins every program whose output had no error and keeps the "
         "import lines of failed ones; potrun runs the model's last program alone",
@@ -234,7 +225,7 @@ def test_each_shape_mostly_right(name: str) -> None:
 def test_bare_programs_come_back_unchanged() -> None:
     for program in PARSABLE:
         got = extract_program(program)
-        assert got == ExtractedProgram(program, HOW_BARE), program
+        assert got == ExtractedProgram(program, ProgramHow.BARE), program
 
 
 def test_unparsable_bare_programs() -> None:
@@ -252,21 +243,28 @@ DEF_FULL = "def solution():\n" + DEF_BODY
 
 # text, how, expected source (None: no source), truncated, a warning that must be present (or None)
 UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
-    ("plain", "x = 1\nans = x + 1", HOW_BARE, "x = 1\nans = x + 1", False, None),
-    ("plain with def", "def solution():\n    return 2\n", HOW_BARE, "def solution():\n    return 2\n", False, None),
-    ("a value is not a program", "42", HOW_NONE, None, False, None),
-    ("prose", "The answer is 42.", HOW_NONE, None, False, None),
-    ("empty", "  \n ", HOW_NONE, None, False, None),
-    ("fence", "Code:\n```python\nans = 3\n```\nDone", HOW_FENCE, "ans = 3\n", False, None),
-    ("tilde", "~~~py\nans = 3\n~~~", HOW_FENCE, "ans = 3\n", False, None),
-    ("output only", "```output\n0.25\n```", HOW_NONE, None, False, None),
-    ("bare value block", "```\n0.25\n```", HOW_NONE, None, False, None),
-    ("other language", "```cpp\nint main() { return 0; }\n```", HOW_NONE, None, False, None),
-    ("json block", '```json\n{"ans": 3}\n```', HOW_NONE, None, False, None),
+    ("plain", "x = 1\nans = x + 1", ProgramHow.BARE, "x = 1\nans = x + 1", False, None),
+    (
+        "plain with def",
+        "def solution():\n    return 2\n",
+        ProgramHow.BARE,
+        "def solution():\n    return 2\n",
+        False,
+        None,
+    ),
+    ("a value is not a program", "42", ProgramHow.NONE, None, False, None),
+    ("prose", "The answer is 42.", ProgramHow.NONE, None, False, None),
+    ("empty", "  \n ", ProgramHow.NONE, None, False, None),
+    ("fence", "Code:\n```python\nans = 3\n```\nDone", ProgramHow.FENCE, "ans = 3\n", False, None),
+    ("tilde", "~~~py\nans = 3\n~~~", ProgramHow.FENCE, "ans = 3\n", False, None),
+    ("output only", "```output\n0.25\n```", ProgramHow.NONE, None, False, None),
+    ("bare value block", "```\n0.25\n```", ProgramHow.NONE, None, False, None),
+    ("other language", "```cpp\nint main() { return 0; }\n```", ProgramHow.NONE, None, False, None),
+    ("json block", '```json\n{"ans": 3}\n```', ProgramHow.NONE, None, False, None),
     (
         "py then output (LiveCodeBench takes 0.25)",
         "```py\nans = 1 / 4\nprint(ans)\n```\n```output\n0.25\n```",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "ans = 1 / 4\nprint(ans)\n",
         False,
         None,
@@ -274,7 +272,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "scratch then final (DocMath runs x = 1)",
         "```python\nx = 1\n```\nNow:\n```python\nans = 5\n```",
-        HOW_FENCE_ENTRY,
+        ProgramHow.FENCE_ENTRY,
         "ans = 5\n",
         False,
         None,
@@ -282,7 +280,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "two programs, no output between (Qwen: Invalid trajectory)",
         "```python\nans = 1\n```\n```python\nans = 2\n```",
-        HOW_FENCE_ENTRY,
+        ProgramHow.FENCE_ENTRY,
         "ans = 2\n",
         False,
         None,
@@ -290,7 +288,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "def then print(solution()) (LiveCodeBench keeps only the print)",
         "```python\ndef solution():\n    return 5\n```\n```python\nprint(solution())\n```",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "def solution():\n    return 5\n",
         False,
         "dropped_call_block",
@@ -298,7 +296,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "def with args then a call that needs them",
         "```python\ndef f(x):\n    return x * 2\n```\n```python\nprint(f(21))\n```",
-        HOW_FENCE_MERGED,
+        ProgramHow.FENCE_MERGED,
         "def f(x):\n    return x * 2\n\nprint(f(21))\n",
         False,
         "merged_call_block",
@@ -306,7 +304,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "helper block then a program that calls it",
         "```python\ndef helper(x):\n    return x + 1\n```\n```python\nans = helper(2)\n```",
-        HOW_FENCE_MERGED,
+        ProgramHow.FENCE_MERGED,
         "def helper(x):\n    return x + 1\n\nans = helper(2)\n",
         False,
         "merged_call_block",
@@ -314,7 +312,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "program calling a helper defined in an earlier block",
         "```python\ndef helper(x):\n    return x + 1\n```\n```python\ny = 2\nans = helper(y)\n```",
-        HOW_FENCE_MERGED,
+        ProgramHow.FENCE_MERGED,
         "def helper(x):\n    return x + 1\n\ny = 2\nans = helper(y)\n",
         False,
         "merged_helper_block",
@@ -322,7 +320,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "solution() result printed in a later block",
         "```python\ndef solution():\n    return 5\n```\n```python\nresult = solution()\nprint(result)\n```",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "def solution():\n    return 5\n",
         False,
         "dropped_call_block",
@@ -330,7 +328,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "think with code, answer outside",
         "<think>\n```python\nans = 0\n```\n</think>\nThe answer is 3.",
-        HOW_NONE,
+        ProgramHow.NONE,
         None,
         False,
         None,
@@ -338,7 +336,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "think then program",
         "<think>\n```python\nans = 0\n```\n</think>\n```python\nans = 7\n```",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "ans = 7\n",
         False,
         "think_dropped",
@@ -346,16 +344,16 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "no opening think tag (template put it in the prompt)",
         "scratch\n</think>\n```python\nans = 7\n```",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "ans = 7\n",
         False,
         None,
     ),
-    ("cut while thinking", "<think>\nLet me compute ans = 3 +", HOW_TRUNCATED, None, True, "unclosed_think"),
+    ("cut while thinking", "<think>\nLet me compute ans = 3 +", ProgramHow.TRUNCATED, None, True, "unclosed_think"),
     (
         "unclosed fence, cut mid-statement",
         "```python\ndef solution():\n    x = (1 +",
-        HOW_TRUNCATED,
+        ProgramHow.TRUNCATED,
         None,
         True,
         "unclosed_fence",
@@ -363,7 +361,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "unclosed fence, cut between statements",
         "```python\nx = 2\ny = 3\n",
-        HOW_TRUNCATED,
+        ProgramHow.TRUNCATED,
         None,
         True,
         "unclosed_fence",
@@ -371,7 +369,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "unclosed fence, complete (stop sequence)",
         "```python\nx = 2\nans = x * 3\n",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "x = 2\nans = x * 3\n",
         False,
         "unclosed_fence",
@@ -379,27 +377,27 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "unclosed fence, entry ends in return",
         "```python\ndef solution():\n    return 4\n",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "def solution():\n    return 4\n",
         False,
         "unclosed_fence",
     ),
-    ("unclosed empty fence", "Here:\n```python\n", HOW_TRUNCATED, None, True, "unclosed_fence"),
+    ("unclosed empty fence", "Here:\n```python\n", ProgramHow.TRUNCATED, None, True, "unclosed_fence"),
     (
         "complete block, later block cut",
         "```python\nans = 5\n```\nCheck:\n```python\nprint(an",
-        HOW_FENCE_ENTRY,
+        ProgramHow.FENCE_ENTRY,
         "ans = 5\n",
         False,
         "later_block_unclosed",
     ),
-    ("bare program cut mid-expression", "a = 1\nans = (a + ", HOW_TRUNCATED, None, True, "cut_mid_statement"),
-    ("bare header cut", "def solution():\n", HOW_TRUNCATED, None, True, "cut_mid_statement"),
-    ("bare program with a syntax error", "x = ?\nans = x", HOW_BARE, "x = ?\nans = x", False, "syntax_error"),
+    ("bare program cut mid-expression", "a = 1\nans = (a + ", ProgramHow.TRUNCATED, None, True, "cut_mid_statement"),
+    ("bare header cut", "def solution():\n", ProgramHow.TRUNCATED, None, True, "cut_mid_statement"),
+    ("bare program with a syntax error", "x = ?\nans = x", ProgramHow.BARE, "x = ?\nans = x", False, "syntax_error"),
     (
         "closed fence with a syntax error is passed on",
         "```python\nans = = 1\n```",
-        HOW_FENCE,
+        ProgramHow.FENCE,
         "ans = = 1\n",
         False,
         None,
@@ -407,7 +405,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "unfenced",
         "Let me write code.\nx = 2\nans = x * 3\nThis gives 6.",
-        HOW_UNFENCED,
+        ProgramHow.UNFENCED,
         "x = 2\nans = x * 3\n",
         False,
         None,
@@ -415,16 +413,16 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "unfenced, no entry point",
         "We compute:\nx = 2\ny = x * 3\nSo y is 6.",
-        HOW_UNFENCED,
+        ProgramHow.UNFENCED,
         "x = 2\ny = x * 3\n",
         False,
         "no_entry_point",
     ),
-    ("DocMath body without header", DEF_BODY, HOW_REPAIRED_HEADER, DEF_FULL, False, None),
+    ("DocMath body without header", DEF_BODY, ProgramHow.REPAIRED_HEADER, DEF_FULL, False, None),
     (
         "DocMath body without header, then prose",
         DEF_BODY + "\nThis returns 60.",
-        HOW_REPAIRED_HEADER,
+        ProgramHow.REPAIRED_HEADER,
         DEF_FULL,
         False,
         None,
@@ -432,7 +430,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "DocMath body without header, fenced",
         "```python\n" + DEF_BODY + "```",
-        HOW_REPAIRED_HEADER,
+        ProgramHow.REPAIRED_HEADER,
         DEF_FULL,
         False,
         None,
@@ -440,7 +438,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "DocMath continuation closed by the prompt's fence",
         DEF_BODY + "```",
-        HOW_REPAIRED_HEADER,
+        ProgramHow.REPAIRED_HEADER,
         DEF_FULL,
         False,
         "continuation",
@@ -448,7 +446,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "DocMath continuation, closing fence, then prose",
         DEF_BODY + "```\n\nThe function returns the answer.",
-        HOW_REPAIRED_HEADER,
+        ProgramHow.REPAIRED_HEADER,
         DEF_FULL,
         False,
         "continuation",
@@ -456,7 +454,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "DocMath continuation whose first line lacks the prompt's indentation",
         DEF_BODY.lstrip(" ") + "```\n",
-        HOW_REPAIRED_HEADER,
+        ProgramHow.REPAIRED_HEADER,
         DEF_FULL,
         False,
         "continuation",
@@ -464,7 +462,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "DocMath continuation that returns nothing is a script, not a body",
         "    x = 1\n    y = 2\n```",
-        HOW_TRUNCATED,
+        ProgramHow.TRUNCATED,
         None,
         True,
         "unclosed_fence",
@@ -472,7 +470,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "header, body not indented",
         "def solution():\nrevenue = 100\nreturn revenue\n",
-        HOW_REPAIRED_INDENT,
+        ProgramHow.REPAIRED_INDENT,
         "def solution():\n    revenue = 100\n    return revenue\n",
         False,
         None,
@@ -480,7 +478,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "header, body not indented, then the call",
         "def solution():\nx = 1\nreturn x\nprint(solution())\n",
-        HOW_REPAIRED_INDENT,
+        ProgramHow.REPAIRED_INDENT,
         "def solution():\n    x = 1\n    return x\nprint(solution())\n",
         False,
         None,
@@ -488,7 +486,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "flat body with return",
         "```python\nx = 5\nreturn x\n```",
-        HOW_REPAIRED_HEADER,
+        ProgramHow.REPAIRED_HEADER,
         "def solution():\n    x = 5\n    return x\n",
         False,
         None,
@@ -496,7 +494,7 @@ UNIT_TABLE: list[tuple[str, str, str, str | None, bool, str | None]] = [
     (
         "indented script without return",
         "    x = 5\n    answer = x * 2\n",
-        HOW_REPAIRED_INDENT,
+        ProgramHow.REPAIRED_INDENT,
         "x = 5\nanswer = x * 2\n",
         False,
         None,
@@ -519,7 +517,7 @@ def test_extract_program_table(
         assert got.source is not None and got.source.strip() == source.strip(), got
     if warning is not None:
         assert warning in got.warnings, got
-    assert got.how in PROGRAM_HOWS
+    assert type(got.how) is ProgramHow
 
 
 def test_repaired_sources_exactly() -> None:
@@ -529,19 +527,20 @@ def test_repaired_sources_exactly() -> None:
     )
 
 
-def test_how_constants() -> None:
-    assert {
-        HOW_BARE,
-        HOW_FENCE,
-        HOW_FENCE_ENTRY,
-        HOW_FENCE_MERGED,
-        HOW_UNFENCED,
-        HOW_REPAIRED_HEADER,
-        HOW_REPAIRED_INDENT,
-        HOW_TRUNCATED,
-        HOW_NONE,
-    } == PROGRAM_HOWS
-    assert HOW_TRUNCATED == "truncated" and HOW_BARE == "bare" and HOW_NONE == "none"
+def test_how_values() -> None:
+    """The extraction methods' values are the strings the output's `extraction` field has always held."""
+    assert [how.value for how in ProgramHow] == [
+        "bare",
+        "fence",
+        "fence_entry",
+        "fence_merged",
+        "unfenced",
+        "repaired_header",
+        "repaired_indent",
+        "truncated",
+        "none",
+    ]
+    assert ProgramHow.TRUNCATED == "truncated" and json.dumps(ProgramHow.BARE) == '"bare"'
 
 
 def test_extracted_program_is_frozen() -> None:
@@ -554,7 +553,7 @@ def test_extracted_program_is_frozen() -> None:
 def test_truncated_never_has_source() -> None:
     for text in ("```python\nx = (", "<think>", "a = [1,\n2,", "```python\ndef solution():\n"):
         got = extract_program(text)
-        assert got.truncated and got.source is None and got.how == HOW_TRUNCATED
+        assert got.truncated and got.source is None and got.how == ProgramHow.TRUNCATED
 
 
 # ---------------------------------------------------------------- classify_output
@@ -582,16 +581,19 @@ def test_classify_output(text: str, expected: str) -> None:
 # ---------------------------------------------------------------- adversarial inputs (1 MB)
 
 ADVERSARIAL: dict[str, tuple[str, Callable[[ExtractedProgram], bool]]] = {
-    "nested braces": ("\\boxed{" * 150_000, lambda r: r.how == HOW_NONE),
+    "nested braces": ("\\boxed{" * 150_000, lambda r: r.how == ProgramHow.NONE),
     "open parens": ("(" * 1_000_000, lambda r: r.source is None),
     "repeated fences": ("```python\n" * 100_000, lambda r: r.truncated),
     "repeated closed fences": ("```python\nans = 1\n```\n" * 50_000, lambda r: r.source == "ans = 1\n"),
     "fence marks on one line": ("``` " * 250_000, lambda r: r.source is None),
     "tildes": ("~" * 1_000_000, lambda r: r.source is None),
     "think tags": ("<think>" * 140_000, lambda r: r.truncated),
-    "digits and commas": ("1," * 500_000, lambda r: r.how == HOW_NONE),
-    "long valid program": ("x = 1\n" * 166_000 + "ans = x", lambda r: r.how == HOW_BARE),
-    "long program in prose": ("Here:\n" + "x = 1\n" * 166_000 + "ans = x\nDone.", lambda r: r.how == HOW_UNFENCED),
+    "digits and commas": ("1," * 500_000, lambda r: r.how == ProgramHow.NONE),
+    "long valid program": ("x = 1\n" * 166_000 + "ans = x", lambda r: r.how == ProgramHow.BARE),
+    "long program in prose": (
+        "Here:\n" + "x = 1\n" * 166_000 + "ans = x\nDone.",
+        lambda r: r.how == ProgramHow.UNFENCED,
+    ),
     "long indented body": ("    x = 1\n" * 100_000, lambda r: r.source is not None),
 }
 

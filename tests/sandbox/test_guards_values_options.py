@@ -181,7 +181,7 @@ def test_a_worker_imports_on_demand_the_modules_its_programs_used() -> None:
 
 
 def test_fork_isolation_gets_two_workers_per_core() -> None:
-    from potrun.sandbox.parent.pool import default_workers
+    from potrun.sandbox.config import default_workers
 
     assert (
         Sandbox(policy="trusted", isolation="fork").workers == 2 * default_workers() == default_workers(Isolation.FORK)

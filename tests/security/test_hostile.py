@@ -215,17 +215,17 @@ def check_next_task_clean(run: Run) -> None:
     assert box._pool is not None
     hellos = [slot.hello for slot in box._pool.slots]
     if (
-        all(hello.get("host_pid") for hello in hellos)
+        all(hello is not None and hello.host_pid for hello in hellos)
         and box.capabilities.get("drop_privileges")
         and box.backend_name == "process"
     ):
         # Each worker is pid 1 of its own namespace: its runners' uid (UID_BASE + its host pid, plus
         # FORK_UID_OFFSET for a fork's) tells it.
         seen = {(r.value[3] - isolation.UID_BASE) % isolation.FORK_UID_OFFSET for r in results}
-        workers = {hello["host_pid"] for hello in hellos}
+        workers = {hello.host_pid for hello in hellos if hello is not None}
     else:
         # a forked program's parent is its worker's fork server
-        seen, workers = {r.value[2] for r in results}, {hello["fork_server_pid"] for hello in hellos}
+        seen, workers = {r.value[2] for r in results}, {hello.fork_server_pid for hello in hellos if hello is not None}
     assert seen == workers, "not every worker probed"
 
 
