@@ -54,7 +54,7 @@ from potrun.sandbox.protocol import (
     encode_request,
     result_from_wire,
 )
-from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status, confirming_limits
+from potrun.types import ExecResult, Isolation, PotrunError, SandboxUnavailable, Status, confirming_limits
 
 if TYPE_CHECKING:
     import asyncio
@@ -103,7 +103,7 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-class Cancelled(Exception):
+class Cancelled(PotrunError):
     """The call was cancelled from outside (`Cancellation.cancel`): its programs were given up."""
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import BACKEND_PARAMS, DOCKER_IMAGE, assert_pool_healthy, backend_unavailable, describe, process_table
 
-from potrun import Sandbox, Status
+from potrun import ExecResult, Sandbox, Status
 from potrun.cache import CachedSandbox, ResultCache
 from potrun.sandbox.api import Cancellation, Cancelled
 
@@ -68,13 +68,13 @@ def _roots(box: Sandbox) -> set[int]:
 
 def _neighbour_runs(box: Sandbox, count: int = 8) -> None:
     """Another caller's programs run, each once, in time no given-up program could have taken."""
-    results: list[object] = []
+    results: list[ExecResult] = []
     thread = threading.Thread(target=lambda: results.extend(box.run_many([f"ans = {k} * 2" for k in range(count)])))
     thread.start()
     thread.join(PATIENCE_S)
     assert not thread.is_alive(), "a neighbour waited for the given-up programs"
     for k, result in enumerate(results):
-        assert result.status is Status.OK and result.value == 2 * k and result.attempts == 1, describe(result)  # type: ignore[attr-defined]
+        assert result.status is Status.OK and result.value == 2 * k and result.attempts == 1, describe(result)
 
 
 def _given_up_gone(box: Sandbox, before: set[int]) -> None:

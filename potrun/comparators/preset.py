@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from potrun.budget import OverBudget, record_budget
+from potrun.budget import COMPARE_UNITS_PER_CHAR, OverBudget, charge, record_budget, size
 from potrun.comparators.golds import gsm8k_gold
 from potrun.options import check_options
 from potrun.types import PotrunError, Value, Verdict
@@ -44,6 +44,7 @@ class Preset:
         self.check_options(options)
         try:
             with record_budget():  # the record's, when the caller opened one: extraction and comparison
+                charge(COMPARE_UNITS_PER_CHAR * (size(value) + size(gold)))  # before any rule reads them
                 if isinstance(gold, str):
                     answer = gsm8k_gold(gold)
                     if answer is not None:
