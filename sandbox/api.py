@@ -4,7 +4,7 @@
   touched: nothing connects to Docker or cleans a directory), so a config can be checked early,
   shipped to Ray actors and varied with `dataclasses.replace`.
 - `Sandbox`: a warm pool of workers on one of the `BACKENDS` (backends.py), made from a config.
-- `SandboxLike`: what the pipeline needs of a sandbox; `Sandbox` and `potrun.cache.CachedSandbox`
+- `SandboxLike`: what the pipeline needs of a sandbox; `Sandbox` and `potrun.check.cache.CachedSandbox`
   have it.
 - `Cancellation`: cancels, from another thread, the calls made under it (`Cancelled` is raised in them).
 """
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from potrun.policies import POLICY_NAMES, get_policy
-from potrun.sandbox.backends import BACKENDS
-from potrun.sandbox.pool import Arrival, Pool, default_workers
-from potrun.sandbox.pool import Cancellation as Cancellation  # re-exported: the API's
-from potrun.sandbox.pool import Cancelled as Cancelled
-from potrun.sandbox.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
+from potrun.sandbox.parent.backends import BACKENDS
+from potrun.sandbox.parent.pool import Arrival, Pool, default_workers
+from potrun.sandbox.parent.pool import Cancellation as Cancellation  # re-exported: the API's
+from potrun.sandbox.parent.pool import Cancelled as Cancelled
+from potrun.sandbox.wire.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
 from potrun.types import (
     DEFAULT_MEMORY_MB,
     DEFAULT_OUTPUT_BYTES,

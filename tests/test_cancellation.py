@@ -19,7 +19,7 @@ import pytest
 from conftest import BACKEND_PARAMS, DOCKER_IMAGE, assert_pool_healthy, backend_unavailable, describe, process_table
 
 from potrun import ExecResult, Sandbox, Status
-from potrun.cache import CachedSandbox, ResultCache
+from potrun.check.cache import CachedSandbox, ResultCache
 from potrun.sandbox.api import Cancellation, Cancelled
 
 # Minutes of CPU (restricted: pure, so warm where the tier allows) or of sleep (trusted).
