@@ -223,9 +223,9 @@ def hostile_records(seed: int, count: int) -> Iterator[dict[str, Any]]:
 def check_hostile_records(seed: int, count: int) -> int:
     """Each generated record through the pipeline with every preset (but math-verify's, which its own
     timeouts bound): its own thread CPU under the ceiling, never correct. Failures printed, counted."""
-    from potrun.comparators import PRESETS
     from potrun.check.pipeline import CheckOptions, check_records
     from potrun.check.records import Record
+    from potrun.comparators import PRESETS
 
     presets = tuple(name for name in PRESETS if name != "math")
     options = CheckOptions(code_fields=("output",), gold_fields=("gold",), id_fields=(), mode="cot", presets=presets)

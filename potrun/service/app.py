@@ -50,7 +50,7 @@ from potrun.check.pipeline import RecordResult
 from potrun.comparators import PRESETS, check_compare_options
 from potrun.options import check_options
 from potrun.rewards import iter_records, reward_of, reward_points
-from potrun.sandbox.api import Cancellation, Cancelled, Sandbox, SandboxConfig
+from potrun.sandbox.api import Cancellation, Sandbox, SandboxConfig
 from potrun.sandbox.api import _check_megabytes as check_megabytes
 from potrun.sandbox.api import _check_seconds as check_seconds
 from potrun.sandbox.wire.protocol import RunRequest
