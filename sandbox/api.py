@@ -5,6 +5,7 @@
 - `Sandbox`: a warm pool of workers on one of the `BACKENDS` (config.py), made from a config.
 - `SandboxLike`: what the pipeline needs of a sandbox; `Sandbox` and `potrun.check.cache.CachedSandbox`
   have it.
+- `Cancellation`: cancels, from another thread, the calls made under it (`Cancelled` is raised in them).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from potrun.sandbox.config import (
     check_seconds,
 )
 from potrun.sandbox.parent.pool import Arrival, Pool
+from potrun.sandbox.parent.pool import Cancellation as Cancellation  # re-exported: the API's
+from potrun.sandbox.parent.pool import Cancelled as Cancelled
 from potrun.sandbox.wire.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
 from potrun.types import (
     DEFAULT_MEMORY_MB,
@@ -113,6 +116,12 @@ class Sandbox:
     One Sandbox may be shared: any number of threads may call `run` / `run_many` at once, and asyncio
     tasks `arun` / `arun_many`; each call gets its own results, and the calls' programs share the
     workers' pipelines (no lock serializes the callers).
+
+    A call given up cancels its programs, queued and running (a program still running a moment later
+    is stopped with its worker, which is replaced; no one else's program is charged): a `run_many`
+    iterator closed or interrupted, an asyncio task cancelled in `arun`/`arun_many`, or a call made
+    under a `Cancellation` (`with cancellation.active(): ...`) that another thread cancels, where the
+    call raises `Cancelled`.
     """
 
     def __init__(

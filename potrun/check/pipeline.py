@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from potrun.budget import RECORD_UNITS, Budget, OverBudget, spending
 from potrun.check.process_golds import (
     CHECKER_ENTRY,
     CHECKER_ISOLATION,
@@ -40,7 +41,7 @@ from potrun.comparators import PRESETS, compare, read_answer
 from potrun.extractors import AnswerHow, ProgramHow, classify_output, extract_answer, extract_program
 from potrun.sandbox.api import SandboxLike
 from potrun.sandbox.wire.protocol import RunRequest
-from potrun.types import BadRecord, ExecResult, InputError, Status, UsageError, Value, json_safe
+from potrun.types import BadRecord, ExecResult, InputError, PotrunError, Status, UsageError, Value, json_safe
 
 MODES = ("pot", "cot", "auto")
 SKIPPED = "skipped"
@@ -257,7 +258,7 @@ def check_records(
     """Score records; yield one RecordResult per record, in input order."""
     if options.benchmark is not None:
         return run_plans((_guarded_plan(options.benchmark, item) for item in records), sandbox)
-    return run_plans((_plan(prepare(item, options, golds), options, sandbox) for item in records), sandbox)
+    return run_plans((_record_plan(item, options, golds, sandbox) for item in records), sandbox)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +339,41 @@ def _guarded_plan(benchmark: BenchmarkRun, item: Record | BadRecord) -> Plan:
             return plan.judge(results)
         except Exception as exc:
             return failed(exc)
+
+    return replace(plan, judge=judge)
+
+
+def _record_plan(
+    item: Record | BadRecord, options: CheckOptions, golds: Mapping[Any, Any] | None, sandbox: SandboxLike
+) -> Plan:
+    """One record's plan, its reading bounded and its failures its own: extraction now and judging
+    later (in whatever thread reads the results) spend one budget of the record's (`potrun.budget`),
+    however many samples, golds or checklist items it has; a record whose text is past the budget, or
+    whose data makes a rule raise, is that record's bad_record, never the end of the others' run (a
+    batch of rewards scores each record as it would alone)."""
+    budget = Budget(RECORD_UNITS)
+
+    def failed(exc: BaseException) -> RecordResult:
+        reason = str(exc)[:200]
+        return RecordResult(item.line, None, BAD_RECORD, error=f"not judged: {type(exc).__name__}: {reason}")
+
+    try:
+        with spending(budget):
+            prepared = prepare(item, options, golds)
+    except PotrunError:
+        raise  # the caller's to act on (a bad option, a missing extra)
+    except (Exception, OverBudget) as exc:
+        return Plan.settled(failed(exc))
+    plan = _plan(prepared, options, sandbox)
+
+    def judge(results: list[ExecResult]) -> RecordResult:
+        try:
+            with spending(budget):
+                return plan.judge(results)
+        except PotrunError:
+            raise
+        except (Exception, OverBudget) as exc:
+            return replace(failed(exc), id=prepared.id, fields=prepared.fields)
 
     return replace(plan, judge=judge)
 

@@ -4,7 +4,8 @@ Some peers' rules judge a NaN correct (DocMath's `compare_two_numbers`: max/min 
 and `log10(1) == 0` passes its power-of-ten rule), so a reward built on them would pay for
 `ans = float('nan')` on every record. `paid_for_nonfinite(value, gold)` says when a verdict must not
 stand: the value claims a non-finite number (a float, an element of a list, or a text that reads or
-evaluates to one: "nan", "inf", "1e999", "math.nan", "float('inf')") and the gold is not exactly that
+evaluates to one: "nan", "inf", "math.nan", "float('inf')"; not "1e999", a finite number past a float)
+and the gold is not exactly that
 (NaN for NaN, an infinity of the same sign). Rewards and `--strict` apply it; a preset that reproduces
 a peer keeps the peer's verdict.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from potrun.comparators.bignum import plain_decimal
 from potrun.comparators.safe_eval import EvalFailed, safe_eval
 
 __all__ = ["nonfinite_claim", "paid_for_nonfinite"]
@@ -37,8 +39,11 @@ def nonfinite_claim(value: Any) -> float | None:
 
 
 def _text_claim(text: str) -> float | None:
-    """A text's non-finite number: as float() reads it ("nan", "-Infinity", "1e999"), or as the peers'
-    eval() stand-in evaluates it ("math.nan", "float('inf')", "1e308 * 10")."""
+    """A text's non-finite number: as float() reads it ("nan", "-Infinity"), or as the peers' eval()
+    stand-in evaluates it ("math.nan", "float('inf')", "1e308 * 10"). A plain decimal ("1e999") is the
+    finite number it spells, however large, not the inf a float reads it as (`bignum`)."""
+    if plain_decimal(text) is not None:
+        return None
     try:
         read = float(text)
     except ValueError:

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from potrun.budget import OverBudget, record_budget
+from potrun.budget import COMPARE_UNITS_PER_CHAR, OverBudget, charge, record_budget, size
+from potrun.comparators.bignum import exact_verdict, overflows_in_text
 from potrun.comparators.golds import gsm8k_gold
 from potrun.options import check_options
 from potrun.types import PotrunError, Value, Verdict
@@ -40,15 +41,29 @@ class Preset:
         """A UsageError naming the first option the preset does not take, with the closest it does."""
         check_options(sorted(options), self.defaults, f"preset {self.name!r}")
 
+    def _judged(self, value: Any, gold: Any, options: Mapping[str, Any]) -> Verdict:
+        """The preset's verdict, but where a number is past a float (`bignum`): there a float's reading
+        (inf, or a refusal) is not the number, so plain decimals are compared exactly, and a text
+        holding such a number is correct only when it is the gold's own text."""
+        exact = exact_verdict(value, gold)
+        if exact is not None:
+            return Verdict(exact, f"{self.name}: compared exactly as decimals (a number past a float)")
+        verdict = self.judge(value, gold, **{**self.defaults, **options})
+        overflowing = verdict.correct and (overflows_in_text(value) or overflows_in_text(gold))
+        if overflowing and not (isinstance(value, str) and isinstance(gold, str) and value.strip() == gold.strip()):
+            return Verdict(False, f"{self.name}: a number past a float is read as inf: not compared")
+        return verdict
+
     def __call__(self, value: Any, gold: Any, **options: Any) -> Verdict:
         self.check_options(options)
         try:
             with record_budget():  # the record's, when the caller opened one: extraction and comparison
+                charge(COMPARE_UNITS_PER_CHAR * (size(value) + size(gold)))  # before any rule reads them
                 if isinstance(gold, str):
                     answer = gsm8k_gold(gold)
                     if answer is not None:
                         gold = self.gsm8k_answer(answer)
-                return self.judge(value, gold, **{**self.defaults, **options})
+                return self._judged(value, gold, options)
         except OverBudget as exc:
             return Verdict(False, f"{self.name}: not judged ({exc})")
         except PotrunError:  # the caller's to act on: a bad option, a missing extra (potrun[math])

@@ -251,6 +251,17 @@ def safe_eval(text: str, *, calls: bool = True) -> Any:
 
     Each operation's cost is bounded from its operands before it runs (module docstring), and the
     whole evaluation by a count of steps, also charged to the record's budget (`potrun.budget`)."""
+    tree = _parsed(text)
+    try:
+        return _Evaluator(calls).value(tree.body)
+    except (EvalFailed, OverBudget):
+        raise
+    except Exception as e:  # ZeroDivisionError, OverflowError, TypeError, RecursionError ...
+        raise EvalFailed(type(e).__name__) from None
+
+
+def _parsed(text: str) -> ast.Expression:
+    """The text's expression tree, its size and nesting checked before and after parsing."""
     if not isinstance(text, str) or len(text) > _MAX_EVAL_CHARS:
         raise EvalFailed("not evaluated")
     charge(len(text))
@@ -262,62 +273,35 @@ def safe_eval(text: str, *, calls: bool = True) -> Any:
         raise EvalFailed(type(e).__name__) from None
     if _tree_depth(tree) > _MAX_DEPTH:
         raise EvalFailed("nested too deep")
-    meter = _Meter()
+    return tree
 
-    def made(x: Any) -> Any:
+
+class _Evaluator:
+    """One evaluation: each node's value, every value made checked for size and its size spent."""
+
+    def __init__(self, calls: bool) -> None:
+        self.calls = calls
+        self.meter = _Meter()
+
+    def made(self, x: Any) -> Any:
         """A value just made: within its size, and its size spent."""
-        meter.spend(_size(_check_size(x)))
+        self.meter.spend(_size(_check_size(x)))
         return x
 
-    def ev(node: ast.AST) -> Any:
-        meter.spend(1)
+    def value(self, node: ast.AST) -> Any:
+        self.meter.spend(1)
         if isinstance(node, ast.Constant):
-            return made(node.value)
+            return self.made(node.value)
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return made(_UNARY[type(node.op)](ev(node.operand)))
+            return self.made(_UNARY[type(node.op)](self.value(node.operand)))
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            left, right = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Pow):
-                return made(_safe_pow(left, right))
-            if isinstance(node.op, ast.LShift):
-                _check_shift(left, right)
-            if isinstance(node.op, ast.Mult):
-                _check_repetition(left, right)
-            if isinstance(node.op, ast.Add):
-                _check_concatenation(left, right)
-            if isinstance(node.op, ast.Mod):
-                _check_percent_format(left, right)
-            return made(_BINOPS[type(node.op)](left, right))
-        if isinstance(node, ast.Tuple):
-            return made(tuple(ev(e) for e in node.elts))
-        if isinstance(node, ast.List):
-            return made([ev(e) for e in node.elts])
-        if isinstance(node, ast.Set):
-            return made({ev(e) for e in node.elts})
-        if isinstance(node, ast.Dict):
-            if any(k is None for k in node.keys):
-                raise EvalFailed("dict unpacking")
-            return made({ev(k): ev(v) for k, v in zip(node.keys, node.values, strict=True)})  # type: ignore[arg-type]
-        if calls and isinstance(node, ast.Call) and not node.keywords:
-            fn = node.func
-            if isinstance(fn, ast.Name) and fn.id in _BUILTINS:
-                f = _BUILTINS[fn.id]
-            elif (
-                isinstance(fn, ast.Attribute)
-                and isinstance(fn.value, ast.Name)
-                and fn.value.id == "math"
-                and fn.attr in _MATH
-            ):
-                f = _MATH[fn.attr]
-            else:
-                raise _unevaluated(node)
-            args = [ev(a) for a in node.args]
-            if any(isinstance(a, str) and len(a) > 100 for a in args):
-                raise EvalFailed("long argument")
-            meter.spend(sum(_size(a) for a in args))  # min, max, sum: a pass over their arguments
-            return made(f(args) if f in (_bounded_round, _bounded_sum) else f(*args))
+            return self.made(self._binary(node))
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            return self.made(self._container(node))
+        if self.calls and isinstance(node, ast.Call) and not node.keywords:
+            return self.made(self._call(node))
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):  # "[1][0]"
-            container, key = ev(node.value), node.slice.value
+            container, key = self.value(node.value), node.slice.value
             if isinstance(container, dict):
                 return container[key]  # a KeyError is eval's raise
             if isinstance(container, (list, tuple, str)) and isinstance(key, int):
@@ -326,9 +310,48 @@ def safe_eval(text: str, *, calls: bool = True) -> Any:
             return _MATH_CONSTANTS[node.attr]  # type: ignore[attr-defined]
         raise _unevaluated(node)
 
-    try:
-        return ev(tree.body)
-    except (EvalFailed, OverBudget):
-        raise
-    except Exception as e:  # ZeroDivisionError, OverflowError, TypeError, RecursionError ...
-        raise EvalFailed(type(e).__name__) from None
+    def _binary(self, node: ast.BinOp) -> Any:
+        """An operation, its cost bounded from its operands before it runs."""
+        left, right = self.value(node.left), self.value(node.right)
+        if isinstance(node.op, ast.Pow):
+            return _safe_pow(left, right)
+        if isinstance(node.op, ast.LShift):
+            _check_shift(left, right)
+        if isinstance(node.op, ast.Mult):
+            _check_repetition(left, right)
+        if isinstance(node.op, ast.Add):
+            _check_concatenation(left, right)
+        if isinstance(node.op, ast.Mod):
+            _check_percent_format(left, right)
+        return _BINOPS[type(node.op)](left, right)
+
+    def _container(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> Any:
+        if isinstance(node, ast.Tuple):
+            return tuple(self.value(e) for e in node.elts)
+        if isinstance(node, ast.List):
+            return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Set):
+            return {self.value(e) for e in node.elts}
+        if any(k is None for k in node.keys):
+            raise EvalFailed("dict unpacking")
+        return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+
+    def _call(self, node: ast.Call) -> Any:
+        """A call of a listed builtin or math function, its arguments short and paid for."""
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in _BUILTINS:
+            f = _BUILTINS[fn.id]
+        elif (
+            isinstance(fn, ast.Attribute)
+            and isinstance(fn.value, ast.Name)
+            and fn.value.id == "math"
+            and fn.attr in _MATH
+        ):
+            f = _MATH[fn.attr]
+        else:
+            raise _unevaluated(node)
+        args = [self.value(a) for a in node.args]
+        if any(isinstance(a, str) and len(a) > 100 for a in args):
+            raise EvalFailed("long argument")
+        self.meter.spend(sum(_size(a) for a in args))  # min, max, sum: a pass over their arguments
+        return f(args) if f in (_bounded_round, _bounded_sum) else f(*args)

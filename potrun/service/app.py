@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -50,7 +50,7 @@ from potrun.check.pipeline import RecordResult
 from potrun.comparators import PRESETS, check_compare_options
 from potrun.options import check_options
 from potrun.rewards import iter_records, reward_of, reward_points
-from potrun.sandbox.api import Sandbox
+from potrun.sandbox.api import Cancellation, Sandbox
 from potrun.sandbox.config import SandboxConfig, check_megabytes, check_seconds
 from potrun.sandbox.wire.protocol import RunRequest
 from potrun.service import fusion
@@ -219,12 +219,20 @@ class Service:
         refused = self._admit(size)
         if refused is not None:
             return refused
+        cancellation = Cancellation()  # the client's leaving cancels the batch's programs, running ones too
+
+        def scored() -> dict[str, Any]:  # on a thread of the loop's executor
+            with cancellation.active():
+                return reward_payload(body, self.cached_for(request))
+
         try:
-            answer = await asyncio.to_thread(reward_payload, body, self.cached_for(request))
+            answer = await _unless_client_leaves(request, asyncio.to_thread(scored), cancellation.cancel)
         except (PotrunError, TypeError, ValueError, KeyError) as exc:
             return _bad_request(str(exc))
         finally:
             self.admission.release(size)
+        if answer is None:
+            return Response(status_code=499)
         return JSONResponse(answer)
 
     async def health(self, request: Request) -> Response:
@@ -405,10 +413,16 @@ async def _read_limited(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _unless_client_leaves(request: Request, work: Awaitable[ExecResult]) -> ExecResult | None:
+_T = TypeVar("_T")
+
+
+async def _unless_client_leaves(
+    request: Request, work: Awaitable[_T], on_leave: Callable[[], None] | None = None
+) -> _T | None:
     """`work`'s result, or None when the client disconnects first: then `work` is cancelled (its stream
-    is closed: a program still queued is never sent). One watcher task per request, which cancels this
-    one on a disconnect (cheaper than racing two tasks: /run_code's hot path)."""
+    is closed: a program still queued is never sent, one running is stopped) and `on_leave` called
+    (work on a thread is cancelled by it: its `Cancellation`). One watcher task per request, which
+    cancels this one on a disconnect (cheaper than racing two tasks: /run_code's hot path)."""
     here = asyncio.current_task()
     assert here is not None
     watcher = asyncio.get_running_loop().create_task(_cancel_when_gone(request, here))
@@ -417,6 +431,8 @@ async def _unless_client_leaves(request: Request, work: Awaitable[ExecResult]) -
     except asyncio.CancelledError:
         if watcher.done() and not watcher.cancelled():  # the client left: not the server's own stop
             here.uncancel()
+            if on_leave is not None:
+                on_leave()
             return None
         raise
     finally:
@@ -443,23 +459,28 @@ async def _in_thread(items: Iterator[Any]) -> AsyncIterator[list[Any]]:
     wake = asyncio.Event()
     finished: list[BaseException | None] = []
     stopped = threading.Event()  # the consumer left (the client disconnected): take no more items
+    cancellation = Cancellation()  # ...and the programs the items wait for are cancelled, running ones too
 
     def drain() -> None:
         try:
-            for item in items:
-                if stopped.is_set():  # the items' generators close: their programs not sent are dropped
-                    break
-                was_empty = not ready
-                ready.append(item)
-                if was_empty:
-                    loop.call_soon_threadsafe(wake.set)
-            close = getattr(items, "close", None)
-            if stopped.is_set() and close is not None:
-                close()
-            finished.append(None)
+            with cancellation.active():
+                _drain_into(ready, items)
         except BaseException as exc:  # handed to the consumer, raised there
             finished.append(exc)
         loop.call_soon_threadsafe(wake.set)
+
+    def _drain_into(ready: deque[Any], items: Iterator[Any]) -> None:
+        for item in items:
+            if stopped.is_set():  # the items' generators close: their programs not sent are dropped
+                break
+            was_empty = not ready
+            ready.append(item)
+            if was_empty:
+                loop.call_soon_threadsafe(wake.set)
+        close = getattr(items, "close", None)
+        if stopped.is_set() and close is not None:
+            close()
+        finished.append(None)
 
     worker = loop.run_in_executor(None, drain)
     try:
@@ -475,7 +496,10 @@ async def _in_thread(items: Iterator[Any]) -> AsyncIterator[list[Any]]:
                     raise finished[0]
                 return
     finally:
-        await worker
+        if not finished:  # the consumer left first: the thread stops at its next item, or at once
+            stopped.set()
+            cancellation.cancel()
+        await asyncio.shield(worker)
 
 
 class TokenCheck:

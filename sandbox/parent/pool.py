@@ -18,6 +18,13 @@ Callers never touch a worker. Each call to `run_many` is a `Stream`: its request
 for the dispatcher, and its results come back to it alone, put back in input order by the caller's own
 thread. Any number of threads (and asyncio tasks, `Sandbox.arun_many`) may run streams at once; their
 requests share the workers' pipelines, and no lock serializes them.
+
+A caller that gives up on its stream (closes the generator, cancels its asyncio task, or a
+`Cancellation` it runs under is cancelled from another thread) cancels its programs: those not sent are
+dropped, and a program of it still running CANCEL_GRACE_S after it was given up is stopped with its
+worker, which is replaced. The programs of other streams that worker held had not started: they are
+sent again free, as after a death no program is charged for; the cancelled ones yield no result at all
+(none reaches a cache).
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,7 +56,7 @@ from potrun.sandbox.wire.protocol import (
     encode_request,
     result_from_wire,
 )
-from potrun.types import ExecResult, SandboxUnavailable, Status, confirming_limits
+from potrun.types import ExecResult, PotrunError, SandboxUnavailable, Status, confirming_limits
 
 if TYPE_CHECKING:
     import asyncio
@@ -67,6 +76,10 @@ START_PAUSES_S = (0.1, 0.5, 2.5)
 START_TRIES = len(START_PAUSES_S) + 1
 DRAIN_READS = 64  # reads of a lost worker's last answers (each up to 64 KiB): bounded, whatever it wrote
 MAX_ATTEMPTS = 2  # runs of a program during which its worker died, before it is a sandbox_error
+# How long a program of a stream given up on may still run before its worker is stopped and replaced:
+# most programs end well before (then nothing is killed); a replacement costs ~0.3 s of a process
+# worker's start (a container's more), during which the dispatcher waits.
+CANCEL_GRACE_S = 0.25
 
 log = logging.getLogger("potrun.sandbox")
 
@@ -92,6 +105,48 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+class Cancelled(PotrunError):
+    """The call was cancelled from outside (`Cancellation.cancel`): its programs were given up."""
+
+
+class Cancellation:
+    """Cancels, from any thread, the streams opened under it (in the context that `active()` opens, which
+    follows a call into `asyncio.to_thread`): a thread blocked on a result wakes with `Cancelled`, and
+    the streams' programs are cancelled as if their callers had closed them. A stream opened after the
+    cancellation is cancelled at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: list[tuple[Pool, Stream]] = []
+        self.cancelled = False
+
+    @contextmanager
+    def active(self) -> Iterator[Cancellation]:
+        token = _cancellation.set(self)
+        try:
+            yield self
+        finally:
+            _cancellation.reset(token)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            streams, self._streams = self._streams, []
+        for pool, stream in streams:
+            pool.close_stream(stream)
+            stream.deliver(Cancelled("the call was cancelled"))
+
+    def _register(self, pool: Pool, stream: Stream) -> None:
+        with self._lock:
+            if not self.cancelled:
+                self._streams.append((pool, stream))
+                return
+        raise Cancelled("the call was cancelled")
+
+
+_cancellation: ContextVar[Cancellation | None] = ContextVar("potrun_cancellation", default=None)
+
+
 # What a stream is handed: the results that arrived in one turn of the dispatcher, each (index, result,
 # bytes held), or why no more will come.
 Arrival = list[tuple[int, ExecResult | None, int]] | BaseException
@@ -112,6 +167,7 @@ class Stream:
         self.exhausted = False
         self.cancelled = False
         self.held = 0  # bytes of the answers delivered to this stream and not yet taken out in order
+        self.given_up = 0.0  # when it was cancelled (monotonic): its programs still running get CANCEL_GRACE_S
         self.done: dict[int, tuple[ExecResult | None, int]] = {}  # index -> (result, bytes of its answer)
 
     @property
@@ -166,6 +222,7 @@ class Pool:
         self.size = size
         self.slots: list[Slot] = []
         self.replaced = 0
+        self.cancelled = 0  # workers stopped because the program they ran was given up
         self.completed = 0  # programs whose results have arrived, for every stream
         self._pending: deque[Job] = deque()  # submitted, not yet sent to a worker (callers append)
         # The streams open. Weak: a caller that vanished without closing its stream (an async generator
@@ -340,16 +397,28 @@ class Pool:
             if self._dispatcher is None or self._closing:
                 raise SandboxUnavailable("the sandbox is not running (closed, or never started)")
             self._streams.add(stream)
+        cancellation = _cancellation.get()
+        if cancellation is not None:
+            try:
+                cancellation._register(self, stream)
+            except Cancelled:
+                self.close_stream(stream)
+                raise
         return stream
 
     def close_stream(self, stream: Stream) -> None:
         """The caller is done with the stream (or gave up on it): what it still holds is let go, and
         the dispatcher drops its jobs not yet sent and the answers of those still running."""
         with self._lock:
+            if stream.cancelled:
+                return
             stream.cancelled = True
+            stream.given_up = time.monotonic()
             self._streams.discard(stream)
             stream.held = 0
         stream.done.clear()
+        if stream.outstanding and self._dispatcher is not None:
+            self._wake()  # a program of it may be running: the dispatcher watches it from now on
 
     def feed(self, stream: Stream, source: Iterator[RunRequest | None]) -> None:
         """Take requests from `source` while the stream's window allows, and hand them over."""
@@ -481,7 +550,7 @@ class Pool:
                     slot.progress = now  # it waits for us: no time of its own passes
         readers = {s.conn.read_fd(): s for s in readable_slots}
         writers = {s.conn.write_fd(): s for s in busy if s.outbox}
-        timeout = max(0.0, min(s.deadline() for s in busy) - now) if busy else None
+        timeout = max(0.0, min(_due(s) for s in busy) - now) if busy else None
         self._in_select = True
         if self._pending and any(len(s.inflight) < PIPELINE_DEPTH for s in self.slots):
             timeout = 0.0  # submitted while we were busy: send it first
@@ -506,6 +575,8 @@ class Pool:
         for slot in list(self.slots):
             if slot.inflight and now > slot.deadline():
                 self._lose(slot, "the worker stopped answering")
+            elif slot.inflight and now > _cancel_due(slot):
+                self._stop_given_up(slot)
         arrived, self._arrived = self._arrived, {}
         for stream, results in arrived.items():  # one hand-over per stream and turn: one wake-up of its caller
             self._deliver(stream, results)
@@ -609,6 +680,23 @@ class Pool:
         self._pending.extendleft(reversed(retry))
         self._replace(slot)
 
+    def _stop_given_up(self, slot: Slot) -> None:
+        """The program a worker runs was given up on (its stream cancelled) and still runs past its
+        grace: stop the worker (what it already answered is taken first) and replace it. No program is
+        charged: the given-up ones are dropped, the others it held had not started and are sent again
+        free; the slot's count of barren deaths is untouched."""
+        self._drain(slot)
+        if not slot.inflight or not slot.inflight[0].stream.cancelled:
+            return  # it answered meanwhile: the next program is someone's
+        jobs = [job for job in slot.inflight if not job.stream.cancelled]
+        slot.inflight.clear()
+        for job in jobs:
+            job.attempts -= 1
+        self._pending.extendleft(reversed(jobs))
+        self.cancelled += 1
+        log.info("%s worker %d stopped: the program it ran was given up", self.backend.name, slot.number)
+        self._replace(slot)
+
     def _count_barren(self, slot: Slot, *, charged: bool, why: str) -> None:
         """A death that no program is charged for (the worker took none) could repeat for ever: after
         START_TRIES such deaths in a row, the slot's worker is a failure that persists."""
@@ -626,3 +714,17 @@ _END = object()
 
 def _load(slot: Slot) -> int:
     return len(slot.inflight)
+
+
+def _cancel_due(slot: Slot) -> float:
+    """When the worker's program (the oldest it holds) is to be stopped: never unless its stream was
+    given up; then CANCEL_GRACE_S after that or after it started, whichever is later."""
+    stream = slot.inflight[0].stream
+    if not stream.cancelled:
+        return float("inf")
+    return max(stream.given_up, slot.progress) + CANCEL_GRACE_S
+
+
+def _due(slot: Slot) -> float:
+    """When the dispatcher must look at a busy worker again, whatever it answers."""
+    return min(slot.deadline(), _cancel_due(slot))

@@ -191,6 +191,59 @@ def _compare_extracted(text: str, preset: str, options: dict[str, Any]) -> Any:
     return compare(found.text if found.text is not None else "", GOLD, preset=preset, **options)
 
 
+class _NoPrograms:
+    """A sandbox for records in chain-of-thought mode, which run nothing: every request is None."""
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a chain-of-thought record runs no program")
+
+    def run_requests(self, requests: Any) -> Iterator[None]:
+        for request in requests:
+            assert request is None
+            yield None
+
+    def companion(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no checker here")
+
+
+def hostile_records(seed: int, count: int) -> Iterator[dict[str, Any]]:
+    """Records that multiply the reading: many samples of hostile text, many golds, many checklist
+    items; each record's reading is bounded as a whole (one budget a record, not one a comparison)."""
+    rng = random.Random(seed)
+    texts = list(hostile_texts(seed, 40))
+    for _ in range(count):
+        samples = [rng.choice(texts) for _ in range(rng.choice([16, 64, 256]))]
+        golds: Any = rng.choice([GOLD, [GOLD] * rng.choice([100, 10000]), [str(GOLD + k) for k in range(5000)]])
+        record: dict[str, Any] = {"output": samples, "gold": golds}
+        if rng.random() < 0.5:
+            record["checklist"] = [GOLD + k for k in range(rng.choice([10, 1000, 5000]))]
+        yield record
+
+
+def check_hostile_records(seed: int, count: int) -> int:
+    """Each generated record through the pipeline with every preset (but math-verify's, which its own
+    timeouts bound): its own thread CPU under the ceiling, never correct. Failures printed, counted."""
+    from potrun.check.pipeline import CheckOptions, check_records
+    from potrun.check.records import Record
+    from potrun.comparators import PRESETS
+
+    presets = tuple(name for name in PRESETS if name != "math")
+    options = CheckOptions(code_fields=("output",), gold_fields=("gold",), id_fields=(), mode="cot", presets=presets)
+    failures = 0
+    for number, data in enumerate(hostile_records(seed, count)):
+        start = _thread_cpu()
+        (result,) = check_records([Record(number + 1, data)], _NoPrograms(), options)  # type: ignore[arg-type]
+        spent = _thread_cpu() - start
+        described = f"{len(data['output'])} samples, gold {str(data['gold'])[:40]}"
+        if spent > CASE_CPU_CEILING_S:
+            print(f"FAIL {spent:.1f}s of CPU for one record ({described})", flush=True)
+            failures += 1
+        if result.correct or any((result.verdicts or {}).values()):
+            print(f"FAIL a hostile record judged correct ({described}): {result.verdicts}", flush=True)
+            failures += 1
+    return failures
+
+
 def _thread_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_THREAD)
     return usage.ru_utime + usage.ru_stime
@@ -222,6 +275,7 @@ def main(seed: int, count: int, report: bool) -> int:
                 failures += 1
             if report and spent > 0.05:
                 print(f"slow {spent:.3f}s {name} {text[:80]!r}", flush=True)
+    failures += check_hostile_records(seed, max(2, count // 10))
     import potrun
 
     print(f"worst case {worst[0]:.3f}s of CPU: {worst[1]} on {worst[2]!r} ({potrun.__file__})", flush=True)

@@ -92,3 +92,30 @@ def test_the_record_budget_holds_in_any_thread_without_signals() -> None:
     with record_budget(10):  # a preset's evaluation charges the budget its caller opened
         verdict = compare("1 + 1 + 1 + 1 + 1 + 1 + 1", 7, preset="docmath")
     assert not verdict.correct and "not judged" in verdict.reason
+
+
+@pytest.mark.parametrize("seed", [36, 37])
+def test_a_record_in_a_batch_is_scored_as_it_would_be_alone(seed: int) -> None:
+    """/v1/score and /openrlhf/reward score a batch: each record's reward is the one it earns alone,
+    whatever hostile records share the batch (each record has its own budget and its own failures)."""
+    import random
+
+    from fuzz_answer_texts import GOLD, _NoPrograms, hostile_texts
+
+    from potrun.comparators import PRESETS
+    from potrun.rewards import score_completions
+
+    rng = random.Random(seed)
+    texts = list(hostile_texts(seed, 12))
+    honest = [f"So the answer is {GOLD}.", "The answer is 12.", f"#### {GOLD}", f"\\boxed{{{GOLD}}}"]
+    batch = [rng.choice(texts) if rng.random() < 0.5 else rng.choice(honest) for _ in range(16)]
+    batch += [[rng.choice(texts) for _ in range(rng.choice([1, 32]))] for _ in range(4)]  # many samples
+    for preset in (name for name in PRESETS if name != "math"):
+        golds = [GOLD] * len(batch)
+        together = score_completions(batch, golds, mode="cot", preset=preset, sandbox=_NoPrograms())  # type: ignore[arg-type]
+        alone = [
+            score_completions([one], [GOLD], mode="cot", preset=preset, sandbox=_NoPrograms())[0]  # type: ignore[arg-type]
+            for one in batch
+        ]
+        assert together == alone, preset
+        assert any(together), preset  # the honest records are paid
