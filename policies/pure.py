@@ -69,13 +69,14 @@ never a status or value. A program can swallow any exception with a bare `except
 did not cover is stopped there (`on_unproven`: the warm runner answers "needs a fork" and leaves), so
 that nothing it does after swallowing `Unproven` (loop, flood its output) decides its verdict.
 Addresses: the text of a function, an iterator, a bound method or a module shows an address (or, for a
-proxy, would show the proxy), which depends on the allocator's history, so it may differ between a warm
-runner and a fresh fork. `str` and `print` of PURE_BUILTINS take only values whose text is their content
-(else Unproven); the runner sends to the fork any warm result whose value, output or error shows an
-address (f-strings, `%`, exceptions' messages); a proxy's repr is its module's. What still gets
-through: text cut from an address (`f'{f}'[-6:]`) and the iteration order of a set of functions
-(hashed by address); `id`, `hash`, `repr`, `ascii` are refused to keep it rare (numbers, strings and
-containers of them, all a PoT program computes, never depend on it).
+proxy, would show the proxy), and the hash of a function, a module, an exception or a NaN is one, which
+orders the sets they are in; an address depends on the allocator's history, so it may differ between a
+warm runner and a fresh fork. A warm runner calls `guard_addresses()` once: from then on the type slots
+that make such text and hashes report the program unproven the moment it asks for one, whatever the
+route (f-strings and `%`, `format`, error messages, numpy's `astype('U')`, set order, a sort's ties):
+`identity` says how. `str` and `print` of PURE_BUILTINS also take only values whose text is their
+content, and the runner sends to the fork any warm result that still shows one; a proxy's repr is its
+module's. `id`, `hash`, `repr`, `ascii` are refused by the verifier.
 Uninitialised memory (`np.empty`) is not reachable. The answer may be a lazy object (`ans = map(f, xs)`):
 the runner must not iterate it outside the program's limits.
 """
@@ -92,6 +93,8 @@ import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any, Final
+
+from potrun.policies import identity
 
 
 def _each(names: str, reason: str) -> dict[str, str]:
@@ -317,7 +320,7 @@ ALLOWED_OPCODES, REFUSED_OPCODES = _OPCODE_REVIEWS[_VERSION] if _REVIEWED else (
 def warm_tier_refusal() -> str | None:
     """Why this interpreter has no warm tier (every program forks), or None: it has one."""
     if _REVIEWED:
-        return None
+        return identity.refusal()
     reviewed = ", ".join(f"{major}.{minor}" for major, minor in REVIEWED_VERSIONS)
     return (
         f"{sys.implementation.name} {_VERSION[0]}.{_VERSION[1]}: its bytecode is not reviewed (reviewed: "
@@ -596,6 +599,8 @@ _REFUSED_NAMES: Final[frozenset[str]] = frozenset(
     name for name in (*vars(builtins), *REFUSED_BUILTINS) if name not in PURE_BUILTIN_REASONS
 )
 _IS_CODE: Final = types.CodeType.__instancecheck__
+# Where addresses cannot be kept from programs (`identity.refusal`), nothing is proven.
+_UNGUARDED: Final = identity.refusal()
 
 
 def why_not_pure(code: types.CodeType) -> str | None:
@@ -604,6 +609,8 @@ def why_not_pure(code: types.CodeType) -> str | None:
     "try block in generator 'g'", "relative import", "python 3.12 not reviewed". No side effects."""
     if not _REVIEWED:
         return f"python {sys.version_info[0]}.{sys.version_info[1]} not reviewed"
+    if _UNGUARDED is not None:
+        return _UNGUARDED
     stack = [code]
     while stack:
         current = stack.pop()
@@ -893,7 +900,7 @@ def _unproven_now(reason: str) -> Unproven:
 def unproven() -> str | None:
     """Why the program run in the latest `pure_globals()` must be run again in the fork tier (it
     reached a module member its proxy does not hold), or None: its result stands."""
-    return _UNPROVEN[0] if _UNPROVEN else None
+    return _UNPROVEN[0] if _UNPROVEN else identity.refused()
 
 
 # Modules a library's C code imports lazily by name in the middle of a pure call (ndarray.sum imports
@@ -982,10 +989,18 @@ def _make_builtins() -> dict[str, object]:
 PURE_BUILTINS: Final[Mapping[str, object]] = _make_builtins()
 
 
+def guard_addresses() -> None:
+    """In a warm runner's process, once: from now on, a program between `pure_globals()` and
+    `end_program()` that asks for an address (an identity repr or hash, a NaN's hash) is unproven on
+    the spot (`identity`)."""
+    identity.install(_unproven_now)
+
+
 def pure_globals() -> dict[str, object]:
     """A fresh module namespace for one program that why_not_pure admitted; it also starts that
-    program's `unproven()` record afresh."""
+    program's `unproven()` record afresh, and arms the address guard (`guard_addresses`)."""
     _UNPROVEN.clear()
+    identity.arm()
     return {"__builtins__": PURE_BUILTINS, "__name__": "__main__"}
 
 
@@ -1006,6 +1021,7 @@ def end_program(namespace: dict[str, object]) -> None:
     What survives is the runner's (and the modules a program's import loaded): `gc.freeze()` moves it out
     of later collections, which then cost about a microsecond instead of milliseconds once numpy is
     loaded."""
+    identity.disarm()
     namespace.clear()
     gc.collect()
     gc.freeze()
@@ -1025,6 +1041,7 @@ __all__ = [
     "Unproven",
     "end_program",
     "exec_pure",
+    "guard_addresses",
     "on_unproven",
     "prepare_proxies",
     "pure_globals",

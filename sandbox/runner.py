@@ -37,7 +37,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from potrun.policies import PolicySpec
+from potrun.policies import PolicySpec, identity
 from potrun.policies.pure import end_program, pure_globals, unproven, why_not_pure_program
 from potrun.policies.restricted import (
     FILENAME,
@@ -277,7 +277,7 @@ class Runner:
             sys.stdout, sys.stderr = saved
         out_of_memory = result.status is Status.MEMORY_LIMIT
         if self.warm and (unproven() is not None or out_of_memory):
-            return None, out_of_memory
+            return None, out_of_memory or identity.broken()
         wall_s = self.last_wall_s = time.perf_counter() - wall0
         self.cpu_used = time.process_time()
         message = measured_message(
