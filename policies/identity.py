@@ -25,8 +25,8 @@ function, so the runner's machinery sees no change.
   method's), but types themselves (classes are hashed all the time by isinstance's caches, and a pure
   program cannot make one; left: a set of numpy's types, which the worker and the fork server import
   apart, may order differently in the two tiers, never between programs) and the interpreter's static
-  singletons None, Ellipsis and NotImplemented (at one address in every process of a worker). And the numbers that can be NaN (float, complex, numpy's
-  floating and complex scalars): their hash is their value's but a NaN's is its address, so these
+  singletons None, Ellipsis and NotImplemented (at one address in every process of a worker). And the
+  numbers that can be NaN (float, complex, numpy's floating and complex scalars): their hash is their value's but a NaN's is its address, so these
   callbacks compute the hash, refuse a NaN, and refuse past NUMBER_HASH_BUDGET hashes in one program
   (the callback costs ~1 us where the slot costs ~0.1: a program that hashes many numbers goes to a fork,
   so that its CPU time, which decides a timeout, is a fork's).
