@@ -26,10 +26,10 @@ function, so the runner's machinery sees no change.
   program cannot make one; left: a set of numpy's types, which the worker and the fork server import
   apart, may order differently in the two tiers, never between programs) and the interpreter's static
   singletons None, Ellipsis and NotImplemented (at one address in every process of a worker). And the
-  numbers that can be NaN (float, complex, numpy's floating and complex scalars): their hash is their value's but a NaN's is its address, so these
-  callbacks compute the hash, refuse a NaN, and refuse past NUMBER_HASH_BUDGET hashes in one program
-  (the callback costs ~1 us where the slot costs ~0.1: a program that hashes many numbers goes to a fork,
-  so that its CPU time, which decides a timeout, is a fork's).
+  numbers that can be NaN (float, complex, numpy's floating and complex scalars): their hash is their
+  value's but a NaN's is its address, so these callbacks compute the hash, refuse a NaN, and refuse past
+  NUMBER_HASH_BUDGET hashes in one program (the callback costs ~1 us where the slot costs ~0.1: a program
+  that hashes many numbers goes to a fork, so that its CPU time, which decides a timeout, is a fork's).
 
 The slots are found by their place in PyTypeObject (`_TP_*`), which is the same in CPython 3.8 to 3.13's
 default builds; `install()` checks it on known types first and refuses (the warm tier is then closed:
