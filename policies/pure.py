@@ -195,7 +195,8 @@ _REFUSED_OPCODES_311: dict[str, str] = {
 #   CALL_INTRINSIC_2 holds only refused ones (except*, type parameters).
 # - Immortal objects (PEP 683, 3.12): None, small ints, and every string the compiler interns (names,
 #   identifier-like constants) are never freed; no program sees the difference (a refcount is not
-#   reachable), but each new name a compiled program brings stays in the process that compiled it.
+#   reachable), but each new name a compiled program brings stays in the process that compiled it (so
+#   from 3.12 on the worker compiles no program ahead of its fork: runner.COMPILE_AHEAD).
 # - sum() of floats adds with compensation from 3.12 on (as math.fsum nearly does): a value may differ
 #   in its last bits between 3.11 and 3.13, never between tiers.
 _ALLOWED_OPCODES_313: dict[str, str] = {
