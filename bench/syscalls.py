@@ -137,11 +137,21 @@ def worker_calls(directory: Path) -> collections.Counter[str]:
     return counts
 
 
+# The argument that the filter reads for these calls (seccomp.py's ARGUMENT_RULES): socket's and
+# socketpair's domain, ioctl's request; counted as "call:ARGUMENT" beside the call itself.
+_ARGUMENT = {"socket": 0, "socketpair": 0, "ioctl": 1, "prctl": 0}
+
+
 def _count(lines: list[str], counts: collections.Counter[str]) -> None:
     for line in lines:
         match = _CALL.match(line)
         if match and not line.startswith("+++") and not line.startswith("---"):
-            counts[match.group(1)] += 1
+            name = match.group(1)
+            counts[name] += 1
+            if name in _ARGUMENT:
+                arguments = line[match.end() :].split(", ")
+                if len(arguments) > _ARGUMENT[name]:
+                    counts[f"{name}:{arguments[_ARGUMENT[name]].rstrip(')')}"] += 1
 
 
 def traced(corpus: str, gsm8k: int, hostile: Path) -> collections.Counter[str]:
@@ -165,7 +175,11 @@ def main() -> None:
         return
     from potrun.sandbox.kernel import seccomp
 
-    allowed = set(getattr(seccomp, "ALLOWED", ()))
+    allowed = set(getattr(seccomp, "ALLOWED", ())) | {
+        f"{call}:{argument}"
+        for call, arguments in getattr(seccomp, "ARGUMENT_RULES", {}).items()
+        for argument in arguments
+    }
     everyday = traced("everyday", args.gsm8k, args.hostile)
     print(f"everyday programs: {len(everyday)} system calls")
     for name, count in sorted(everyday.items()):

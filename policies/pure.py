@@ -7,7 +7,7 @@ library containers and caches, the builtins dict, the runner's own modules and f
 contexts, numpy's error and print state, ABC registries, the codec registry, threads, processes.
 Everything not proven goes to the fork tier; a refusal costs speed, never safety. The verdict does not
 depend on the policy: an admitted program does nothing the restricted policy forbids (its modules,
-builtins and attribute names are within that policy's; tests/policies/test_pure.py checks it).
+builtins and attribute names are within that policy's; tests/test_pure.py checks it).
 
 `why_not_pure(code)` proves it on the compiled code object (not the AST: an AST walk costs more than the
 program itself), recursing into the code objects among its constants, with C-level operations on the
@@ -69,13 +69,14 @@ never a status or value. A program can swallow any exception with a bare `except
 did not cover is stopped there (`on_unproven`: the warm runner answers "needs a fork" and leaves), so
 that nothing it does after swallowing `Unproven` (loop, flood its output) decides its verdict.
 Addresses: the text of a function, an iterator, a bound method or a module shows an address (or, for a
-proxy, would show the proxy), which depends on the allocator's history, so it may differ between a warm
-runner and a fresh fork. `str` and `print` of PURE_BUILTINS take only values whose text is their content
-(else Unproven); the runner sends to the fork any warm result whose value, output or error shows an
-address (f-strings, `%`, exceptions' messages); a proxy's repr is its module's. What still gets
-through: text cut from an address (`f'{f}'[-6:]`) and the iteration order of a set of functions
-(hashed by address); `id`, `hash`, `repr`, `ascii` are refused to keep it rare (numbers, strings and
-containers of them, all a PoT program computes, never depend on it).
+proxy, would show the proxy), and the hash of a function, a module, an exception or a NaN is one, which
+orders the sets they are in; an address depends on the allocator's history, so it may differ between a
+warm runner and a fresh fork. A warm runner calls `guard_addresses()` once: from then on the type slots
+that make such text and hashes report the program unproven the moment it asks for one, whatever the
+route (f-strings and `%`, `format`, error messages, numpy's `astype('U')`, set order, a sort's ties):
+`identity` says how. `str` and `print` of PURE_BUILTINS also take only values whose text is their
+content, and the runner sends to the fork any warm result that still shows one; a proxy's repr is its
+module's. `id`, `hash`, `repr`, `ascii` are refused by the verifier.
 Uninitialised memory (`np.empty`) is not reachable. The answer may be a lazy object (`ans = map(f, xs)`):
 the runner must not iterate it outside the program's limits.
 """
@@ -93,216 +94,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any, Final
 
+from potrun.policies import identity
+from potrun.policies.pure_opcodes import (
+    _ALLOWED_OPCODES_311,
+    _ALLOWED_OPCODES_313,
+    _REFUSED_OPCODES_311,
+    _REFUSED_OPCODES_313,
+    ALLOWED_INTRINSICS,
+)
+from potrun.policies.pure_reach import PURE_ATTRIBUTES, PURE_BUILTIN_REASONS, PURE_MODULES, REFUSED_BUILTINS
 
-def _each(names: str, reason: str) -> dict[str, str]:
-    """One reason shared by a group of names (the data reads as one reviewed line per group)."""
-    return dict.fromkeys(names.split(), reason)
-
-
-# ------------------------------------------------------------------------------------------ opcodes
-# Each reviewed CPython release's opcodes, every one with its reason: allowed or refused. A release
-# without a review proves nothing (every program forks); in a reviewed one, any opcode not allowed is
-# refused. Python 3.11's:
-_ALLOWED_OPCODES_311: dict[str, str] = {
-    **_each("CACHE NOP RESUME EXTENDED_ARG", "no effect of its own (inline caches, tracing points, a wide argument)"),
-    **_each("POP_TOP PUSH_NULL COPY SWAP", "stack shuffling"),
-    **_each(
-        "UNARY_POSITIVE UNARY_NEGATIVE UNARY_NOT UNARY_INVERT BINARY_OP COMPARE_OP IS_OP CONTAINS_OP",
-        "operators on values the program holds, none of which has a method the program wrote",
-    ),
-    **_each(
-        "BINARY_SUBSCR STORE_SUBSCR DELETE_SUBSCR BUILD_SLICE",
-        "item access: the only mutable containers a pure program reaches are its own",
-    ),
-    **_each("GET_ITER FOR_ITER", "iteration over values the program holds"),
-    **_each(
-        "BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_STRING LIST_APPEND SET_ADD "
-        "MAP_ADD LIST_EXTEND SET_UPDATE DICT_UPDATE DICT_MERGE LIST_TO_TUPLE UNPACK_SEQUENCE UNPACK_EX",
-        "builds or unpacks the program's own containers",
-    ),
-    "FORMAT_VALUE": "f-string field: format(value, spec), which walks no attributes (unlike str.format)",
-    "LOAD_CONST": "a constant of the code object",
-    **_each(
-        "LOAD_NAME STORE_NAME DELETE_NAME LOAD_GLOBAL STORE_GLOBAL DELETE_GLOBAL",
-        "the program's own namespace, or a pure builtin; the names are checked",
-    ),
-    **_each(
-        "LOAD_FAST STORE_FAST DELETE_FAST LOAD_DEREF STORE_DEREF DELETE_DEREF LOAD_CLOSURE MAKE_CELL COPY_FREE_VARS",
-        "a function's own locals and closure cells",
-    ),
-    **_each("LOAD_ATTR LOAD_METHOD", "attribute read; the name is checked against the allowlists"),
-    **_each("IMPORT_NAME IMPORT_FROM", "import of a pure module (its proxy); names and level are checked"),
-    **_each("PRECALL CALL KW_NAMES CALL_FUNCTION_EX", "a call of something the program holds"),
-    **_each("MAKE_FUNCTION RETURN_VALUE", "the program's own functions and lambdas"),
-    **_each(
-        "RETURN_GENERATOR YIELD_VALUE SEND GET_YIELD_FROM_ITER",
-        "the program's own generators (a generator with a try block is refused separately)",
-    ),
-    **_each(
-        "JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT JUMP_IF_FALSE_OR_POP JUMP_IF_TRUE_OR_POP "
-        "POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_TRUE POP_JUMP_FORWARD_IF_NONE "
-        "POP_JUMP_FORWARD_IF_NOT_NONE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_TRUE "
-        "POP_JUMP_BACKWARD_IF_NONE POP_JUMP_BACKWARD_IF_NOT_NONE",
-        "control flow",
-    ),
-    **_each(
-        "PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH RERAISE RAISE_VARARGS LOAD_ASSERTION_ERROR",
-        "try/except/finally, raise and assert, on the program's own frames",
-    ),
-}
-
-# Why the remaining 3.11 opcodes are refused (documentation; unlisted opcodes are refused anyway).
-_REFUSED_OPCODES_311: dict[str, str] = {
-    "LOAD_BUILD_CLASS": "classes can define dunder methods that library code calls later",
-    "LOAD_CLASSDEREF": "only in class bodies",
-    **_each("STORE_ATTR DELETE_ATTR", "attribute writes could change a module, class or function"),
-    **_each("BEFORE_WITH WITH_EXCEPT_START", "`with` runs __enter__/__exit__ of library objects (np.errstate)"),
-    **_each(
-        "BEFORE_ASYNC_WITH GET_AWAITABLE GET_AITER GET_ANEXT END_ASYNC_FOR ASYNC_GEN_WRAP",
-        "async code: coroutines can be left suspended with pending cleanup",
-    ),
-    **_each(
-        "MATCH_CLASS MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS GET_LEN",
-        "`match`: class patterns read attributes named by __match_args__ strings",
-    ),
-    **_each("CHECK_EG_MATCH PREP_RERAISE_STAR", "`except*`: exception groups, a known RestrictedPython escape"),
-    "IMPORT_STAR": "star import copies a whole module's namespace",
-    "SETUP_ANNOTATIONS": "module-level annotations write __annotations__",
-    "PRINT_EXPR": "interactive mode only: calls sys.displayhook",
-}
-
-# Python 3.13's opcodes (3.12 changed most of them; 3.13 again). What changed, and why each is safe:
-# - Calls: PRECALL and KW_NAMES are gone (CALL, CALL_KW); in 3.13 the NULL slot goes *after* the
-#   callable (LOAD_NAME f, PUSH_NULL), which the check of `str(value)` follows.
-# - LOAD_METHOD is folded into LOAD_ATTR: its argument is the name's index shifted left by one, the low
-#   bit set for the method form (which pushes the method and `self`); LOAD_GLOBAL's low bit pushes a
-#   NULL as in 3.11. The name is checked against the allowlists in either form.
-# - Superinstructions (LOAD_FAST_LOAD_FAST, STORE_FAST_LOAD_FAST, STORE_FAST_STORE_FAST) pack two
-#   local indices into one argument: locals only, as LOAD_FAST and STORE_FAST.
-# - Comprehensions are inlined into their function (PEP 709, 3.12): LOAD_FAST_AND_CLEAR saves the
-#   iteration variable and an exception-table handler puts it back; no code object of their own, and
-#   the module's own code may hold fast locals. Semantics unchanged: the variable still does not leak.
-# - Every generator has an exception-table entry of its own (it turns a StopIteration raised inside
-#   into RuntimeError, CALL_INTRINSIC_1 3), and an inlined comprehension adds one: so "try block in a
-#   generator" is PUSH_EXC_INFO in its code (the first instruction of every `except` or `finally`
-#   handler), not a non-empty exception table as in 3.11.
-# - CALL_INTRINSIC_1 stands for several old opcodes; its argument picks the function, and only
-#   ALLOWED_INTRINSICS pass (unary +, list to tuple for f(*args), the generators' StopIteration
-#   conversion): never the print hook, star import, async generator wrapping or the type-parameter ones.
-#   CALL_INTRINSIC_2 holds only refused ones (except*, type parameters).
-# - Immortal objects (PEP 683, 3.12): None, small ints, and every string the compiler interns (names,
-#   identifier-like constants) are never freed; no program sees the difference (a refcount is not
-#   reachable), but each new name a compiled program brings stays in the process that compiled it.
-# - sum() of floats adds with compensation from 3.12 on (as math.fsum nearly does): a value may differ
-#   in its last bits between 3.11 and 3.13, never between tiers.
-_ALLOWED_OPCODES_313: dict[str, str] = {
-    **_each("CACHE NOP RESUME EXTENDED_ARG", "no effect of its own (inline caches, tracing points, a wide argument)"),
-    **_each("POP_TOP PUSH_NULL COPY SWAP END_FOR", "stack shuffling (END_FOR pops a finished loop's value)"),
-    **_each(
-        "UNARY_NEGATIVE UNARY_NOT UNARY_INVERT TO_BOOL BINARY_OP COMPARE_OP IS_OP CONTAINS_OP",
-        "operators on values the program holds, none of which has a method the program wrote "
-        "(TO_BOOL: the truth of a value, as UNARY_NOT and the conditional jumps take it)",
-    ),
-    **_each(
-        "BINARY_SUBSCR STORE_SUBSCR DELETE_SUBSCR BUILD_SLICE BINARY_SLICE STORE_SLICE",
-        "item access: the only mutable containers a pure program reaches are its own",
-    ),
-    **_each("GET_ITER FOR_ITER", "iteration over values the program holds"),
-    **_each(
-        "BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_STRING LIST_APPEND SET_ADD "
-        "MAP_ADD LIST_EXTEND SET_UPDATE DICT_UPDATE DICT_MERGE UNPACK_SEQUENCE UNPACK_EX",
-        "builds or unpacks the program's own containers",
-    ),
-    **_each(
-        "FORMAT_SIMPLE FORMAT_WITH_SPEC CONVERT_VALUE",
-        "f-string field: format(value, spec), which walks no attributes (unlike str.format); "
-        "CONVERT_VALUE is its !s, !r or !a, as 3.11's FORMAT_VALUE did",
-    ),
-    "LOAD_CONST": "a constant of the code object",
-    **_each(
-        "LOAD_NAME STORE_NAME DELETE_NAME LOAD_GLOBAL STORE_GLOBAL DELETE_GLOBAL",
-        "the program's own namespace, or a pure builtin; the names are checked",
-    ),
-    **_each(
-        "LOAD_FAST LOAD_FAST_CHECK LOAD_FAST_AND_CLEAR STORE_FAST DELETE_FAST LOAD_FAST_LOAD_FAST "
-        "STORE_FAST_LOAD_FAST STORE_FAST_STORE_FAST LOAD_DEREF STORE_DEREF DELETE_DEREF MAKE_CELL "
-        "COPY_FREE_VARS",
-        "a function's own locals and closure cells (the superinstructions are two of these in one)",
-    ),
-    "LOAD_ATTR": "attribute read, plain or method form; the name is checked against the allowlists",
-    **_each("IMPORT_NAME IMPORT_FROM", "import of a pure module (its proxy); names and level are checked"),
-    **_each("CALL CALL_KW CALL_FUNCTION_EX", "a call of something the program holds"),
-    "CALL_INTRINSIC_1": "unary +, list to tuple, or a generator's StopIteration conversion: the argument is "
-    "checked against ALLOWED_INTRINSICS",
-    **_each(
-        "MAKE_FUNCTION SET_FUNCTION_ATTRIBUTE RETURN_VALUE RETURN_CONST",
-        "the program's own functions and lambdas (SET_FUNCTION_ATTRIBUTE gives the function just made its "
-        "defaults, annotations or closure, as 3.11's MAKE_FUNCTION did)",
-    ),
-    **_each(
-        "RETURN_GENERATOR YIELD_VALUE SEND END_SEND GET_YIELD_FROM_ITER CLEANUP_THROW",
-        "the program's own generators (a generator with a try block is refused separately)",
-    ),
-    **_each(
-        "JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT POP_JUMP_IF_FALSE POP_JUMP_IF_TRUE "
-        "POP_JUMP_IF_NONE POP_JUMP_IF_NOT_NONE",
-        "control flow",
-    ),
-    **_each(
-        "PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH RERAISE RAISE_VARARGS LOAD_ASSERTION_ERROR",
-        "try/except/finally, raise and assert, on the program's own frames",
-    ),
-}
-
-_REFUSED_OPCODES_313: dict[str, str] = {
-    "LOAD_BUILD_CLASS": "classes can define dunder methods that library code calls later",
-    **_each(
-        "LOAD_LOCALS LOAD_FROM_DICT_OR_GLOBALS LOAD_FROM_DICT_OR_DEREF",
-        "only in class bodies and type-parameter scopes",
-    ),
-    "LOAD_SUPER_ATTR": "super(): classes and their methods",
-    **_each("STORE_ATTR DELETE_ATTR", "attribute writes could change a module, class or function"),
-    **_each("BEFORE_WITH WITH_EXCEPT_START", "`with` runs __enter__/__exit__ of library objects (np.errstate)"),
-    **_each(
-        "BEFORE_ASYNC_WITH GET_AWAITABLE GET_AITER GET_ANEXT END_ASYNC_FOR",
-        "async code: coroutines can be left suspended with pending cleanup",
-    ),
-    **_each(
-        "MATCH_CLASS MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS GET_LEN",
-        "`match`: class patterns read attributes named by __match_args__ strings",
-    ),
-    "CHECK_EG_MATCH": "`except*`: exception groups, a known RestrictedPython escape",
-    "CALL_INTRINSIC_2": "its functions are except*'s re-raise and the type parameters' (TypeVar bounds, "
-    "defaults, generic functions): none reviewed as pure",
-    "SETUP_ANNOTATIONS": "module-level annotations write __annotations__",
-    **_each(
-        "ENTER_EXECUTOR EXIT_INIT_CHECK INTERPRETER_EXIT RESERVED",
-        "the interpreter's own (optimizer traces, specialized __init__ calls, the end of a C call): never "
-        "in code the compiler makes",
-    ),
-    **_each(
-        "INSTRUMENTED_CALL INSTRUMENTED_CALL_FUNCTION_EX INSTRUMENTED_CALL_KW INSTRUMENTED_END_FOR "
-        "INSTRUMENTED_END_SEND INSTRUMENTED_FOR_ITER INSTRUMENTED_INSTRUCTION INSTRUMENTED_JUMP_BACKWARD "
-        "INSTRUMENTED_JUMP_FORWARD INSTRUMENTED_LINE INSTRUMENTED_LOAD_SUPER_ATTR INSTRUMENTED_POP_JUMP_IF_FALSE "
-        "INSTRUMENTED_POP_JUMP_IF_NONE INSTRUMENTED_POP_JUMP_IF_NOT_NONE INSTRUMENTED_POP_JUMP_IF_TRUE "
-        "INSTRUMENTED_RESUME INSTRUMENTED_RETURN_CONST INSTRUMENTED_RETURN_VALUE INSTRUMENTED_YIELD_VALUE",
-        "sys.monitoring's forms of other opcodes: co_code shows the plain ones",
-    ),
-    **_each(
-        "JUMP JUMP_NO_INTERRUPT LOAD_CLOSURE LOAD_METHOD LOAD_SUPER_METHOD LOAD_ZERO_SUPER_ATTR "
-        "LOAD_ZERO_SUPER_METHOD POP_BLOCK SETUP_CLEANUP SETUP_FINALLY SETUP_WITH STORE_FAST_MAYBE_NULL",
-        "pseudo-instruction (numbered past 255): the compiler replaces it, co_code never holds it",
-    ),
-}
-
-# CALL_INTRINSIC_1's functions that a pure program may call, by argument (tests/policies/test_pure.py checks each
-# number against the name dis gives it).
-ALLOWED_INTRINSICS: dict[int, str] = {
-    3: "INTRINSIC_STOPITERATION_ERROR: a generator turns a StopIteration raised inside it into RuntimeError",
-    5: "INTRINSIC_UNARY_POSITIVE: +x of a value the program holds",
-    6: "INTRINSIC_LIST_TO_TUPLE: the tuple of a call's *args",
-}
-
+# The opcode tables (pure_opcodes.py), by release.
 _OPCODE_REVIEWS: Final[dict[tuple[int, int], tuple[dict[str, str], dict[str, str]]]] = {
     (3, 11): (_ALLOWED_OPCODES_311, _REFUSED_OPCODES_311),
     (3, 13): (_ALLOWED_OPCODES_313, _REFUSED_OPCODES_313),
@@ -317,226 +119,13 @@ ALLOWED_OPCODES, REFUSED_OPCODES = _OPCODE_REVIEWS[_VERSION] if _REVIEWED else (
 def warm_tier_refusal() -> str | None:
     """Why this interpreter has no warm tier (every program forks), or None: it has one."""
     if _REVIEWED:
-        return None
+        return identity.refusal()
     reviewed = ", ".join(f"{major}.{minor}" for major, minor in REVIEWED_VERSIONS)
     return (
         f"{sys.implementation.name} {_VERSION[0]}.{_VERSION[1]}: its bytecode is not reviewed (reviewed: "
         f"CPython {reviewed}), so no program is proven pure and every program forks"
     )
 
-
-# ----------------------------------------------------------------------------------------- builtins
-PURE_BUILTIN_REASONS: dict[str, str] = {
-    **_each(
-        "abs divmod pow round sum min max len all any sorted reversed enumerate zip range map filter iter next",
-        "computes from its arguments; returns a number, a fresh object or an iterator over the arguments",
-    ),
-    **_each(
-        "bool int float complex list tuple dict set frozenset slice",
-        "builtin type: makes a fresh or immutable value (its class is immutable)",
-    ),
-    **_each(
-        "bin oct hex chr ord format",
-        "number or character formatting: a fresh str (format(x, spec) walks no attributes)",
-    ),
-    "str": "only called as str(value), one argument (the verifier checks each use): str(data, encoding) "
-    "looks a codec up by the program's name, and the codec registry caches every name it was asked",
-    "isinstance": "reads a type relation (ABC caches it fills are keyed by types, semantically invisible)",
-    "callable": "reads a type slot",
-    "print": "writes to sys.stdout, which the runner captures per program",
-    "Ellipsis": "immutable singleton",
-    **_each(
-        "Exception ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
-        "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
-        "UnboundLocalError ValueError ZeroDivisionError FloatingPointError",
-        "an exception class to raise or catch (not BaseException: SystemExit and friends stay the runner's)",
-    ),
-}
-
-REFUSED_BUILTINS: dict[str, str] = {
-    **_each(
-        "open input breakpoint help exit quit license credits copyright",
-        "files, the terminal or the interpreter's exit",
-    ),
-    **_each("eval exec compile", "run strings as code"),
-    **_each("globals locals vars dir", "hand out namespaces (the builtins dict, module dicts)"),
-    **_each("getattr setattr delattr hasattr", "attribute access by names given as strings"),
-    **_each("type object super property classmethod staticmethod issubclass", "classes and metaclasses"),
-    **_each("id hash repr ascii", "addresses (id, default hash, repr of functions) vary by run and allocator"),
-    "memoryview": "raw buffers of other objects",
-    **_each(
-        "bytes bytearray NotImplemented",
-        "not among the restricted policy's builtins, which a pure program must not exceed (bytes literals are fine)",
-    ),
-    **_each("aiter anext", "async iteration"),
-    **_each("BaseException SystemExit KeyboardInterrupt GeneratorExit", "exceptions the runner uses to stop a program"),
-    "__import__": "the import hook (pure programs import with `import`, which gets the proxy)",
-    "__build_class__": "classes",
-}
-
-# ------------------------------------------------------------------------------------------ modules
-# The pure members of each module a pure program may import: immutable constants; functions that read
-# no shared mutable state, write none, keep no reference to their arguments, and return fresh or
-# immutable values; classes whose instances are the program's own. A member naming a submodule listed
-# here (numpy.linalg) is that submodule's proxy.
-_MATH_FN = "pure function of numbers; returns a number"
-_NP_FN = "numpy function: computes a fresh array or scalar from its arguments"
-_NP_UFUNC = "numpy ufunc: a fresh array or scalar; out= can only name the program's own array"
-PURE_MODULES: dict[str, dict[str, str]] = {
-    "math": {
-        **_each(
-            "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist erf "
-            "erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot isclose isfinite "
-            "isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nextafter perm pow prod "
-            "radians remainder sin sinh sqrt tan tanh trunc ulp",
-            _MATH_FN,
-        ),
-        **_each("e pi tau inf nan", "float constant"),
-    },
-    "cmath": {
-        **_each(
-            "acos acosh asin asinh atan atanh cos cosh exp isclose isfinite isinf isnan log log10 phase "
-            "polar rect sin sinh sqrt tan tanh",
-            _MATH_FN,
-        ),
-        **_each("e pi tau inf infj nan nanj", "float or complex constant"),
-    },
-    "fractions": {"Fraction": "immutable rational numbers; pure-Python class the program cannot write"},
-    "statistics": {
-        **_each(
-            "mean fmean geometric_mean harmonic_mean median median_low median_high median_grouped mode "
-            "multimode pstdev pvariance stdev variance quantiles correlation covariance linear_regression",
-            "computes from its data (Decimal inputs, which touch the decimal context, are unreachable)",
-        ),
-        "StatisticsError": "exception class to catch",
-        # (Not what statistics re-exports from math, fractions, bisect...: the restricted policy refuses
-        # those names there, so a program that reads one is unproven and takes the fork tier.)
-    },
-    "itertools": _each(
-        "accumulate chain combinations combinations_with_replacement compress count cycle dropwhile "
-        "filterfalse groupby islice pairwise permutations product repeat starmap takewhile tee zip_longest",
-        "C iterator over the program's arguments; holds nothing shared",
-    ),
-    "functools": {
-        "reduce": "folds the program's own iterable with its function",
-        "partial": "a fresh partial object around the program's callable",
-        "cmp_to_key": "a fresh key wrapper around the program's function",
-        **_each(
-            "lru_cache cache",
-            "a fresh cache around the program's own function (update_wrapper writes only the new wrapper)",
-        ),
-    },
-    "collections": {
-        **_each("Counter defaultdict deque OrderedDict", "container class: instances are the program's own"),
-    },
-    "operator": {
-        **_each(
-            "abs add and_ concat contains countOf eq floordiv ge gt index indexOf inv invert is_ is_not "
-            "le lshift lt mod mul ne neg not_ or_ pos pow rshift sub truediv truth xor "
-            "matmul",
-            "the function form of an operator",
-        ),
-        "itemgetter": "item access (like BINARY_SUBSCR), never attributes (attrgetter/methodcaller refused)",
-    },
-    "heapq": _each(
-        "heappush heappop heapify heapreplace heappushpop nlargest nsmallest",
-        "works on the program's own list (merge, a Python generator, is left out)",
-    ),
-    "bisect": _each(
-        "bisect bisect_left bisect_right insort insort_left insort_right", "works on the program's own list"
-    ),
-    "string": {
-        **_each(
-            "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable whitespace",
-            "str constant",
-        ),
-        "capwords": "str function (Formatter and Template, which walk fields, are left out)",
-    },
-    "numpy": {
-        **_each(
-            "array asarray arange linspace zeros ones full eye identity zeros_like ones_like full_like copy "
-            "diag tile repeat concatenate stack vstack hstack column_stack append insert reshape ravel "
-            "transpose swapaxes squeeze flip fliplr flipud roll split take where nonzero argmax argmin "
-            "argsort sort unique searchsorted partition clip cumsum cumprod cumulative_sum diff sum prod "
-            "mean median average std var max min amax amin nanmax nanmin nansum nanmean percentile "
-            "quantile count_nonzero all any allclose isclose array_equal dot matmul inner outer cross "
-            "trace diagonal interp polyfit polyval roots bincount round around shape size ndim real imag "
-            "astype trapezoid",
-            _NP_FN,
-        ),
-        **_each(
-            "abs absolute add subtract multiply divide true_divide floor_divide mod remainder fmod divmod "
-            "power negative reciprocal sqrt cbrt square exp exp2 expm1 log log10 log2 log1p sin cos tan "
-            "arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot degrees radians "
-            "deg2rad rad2deg floor ceil trunc rint sign fabs maximum minimum fmax fmin gcd lcm isnan isinf "
-            "isfinite logical_and logical_or logical_not logical_xor equal not_equal less less_equal "
-            "greater greater_equal conj conjugate acos acosh asin asinh atan atan2 atanh copysign frexp "
-            "invert ldexp modf nextafter pow",
-            _NP_UFUNC,
-        ),
-        **_each("compress concat indices", _NP_FN),
-        **_each("int32 int64 float32 float64 complex128 bool", "numpy scalar type (immutable C class)"),
-        **_each("pi e inf nan euler_gamma newaxis", "immutable constant"),
-        "linalg": "the numpy.linalg proxy",
-    },
-    "numpy.linalg": {
-        **_each(
-            "det inv solve norm eig eigh eigvals eigvalsh matrix_rank matrix_power lstsq pinv qr svd "
-            "cholesky cond slogdet multi_dot",
-            "linear algebra on the program's arrays; fresh results "
-            "(its internal errstate is entered and left inside the call)",
-        ),
-        **_each("cross diagonal matmul outer trace", "the numpy function numpy.linalg re-exports"),
-        "LinAlgError": "exception class to catch",
-    },
-}
-
-# ---------------------------------------------------------------------------------------- attributes
-# Attribute names a pure program may read on any value (members of pure modules are allowed too). An
-# attribute is allowed by name alone, since bytecode does not tell types apart: each name was checked
-# on every type a pure program can hold (tests/policies/test_pure.py probes them). Never frames, code, globals,
-# buffers (`base`, `data`, `ctypes`, `flags`, `view`), file writers (`tofile`, `dump`), `dtype` (shared
-# descriptor objects), field walkers (`format`, `format_map`), codecs (`encode`, `decode`), nor any
-# name starting with "_".
-PURE_ATTRIBUTES: dict[str, str] = {
-    **_each(
-        "real imag conjugate numerator denominator bit_length bit_count to_bytes from_bytes "
-        "as_integer_ratio is_integer hex fromhex",
-        "number method or field: a number or a fresh str",
-    ),
-    **_each(
-        "capitalize casefold center count endswith expandtabs find index isalnum isalpha isascii isdecimal "
-        "isdigit isidentifier islower isnumeric isprintable isspace istitle isupper join ljust lower lstrip "
-        "maketrans partition removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip "
-        "split splitlines startswith strip swapcase title translate upper zfill",
-        "str method: a fresh str, list or number",
-    ),
-    **_each("append clear copy extend insert pop remove reverse sort", "list method on the program's own list"),
-    **_each("fromkeys get items keys popitem setdefault update values", "dict method on the program's own dict"),
-    **_each(
-        "add difference difference_update discard intersection intersection_update isdisjoint issubset "
-        "issuperset symmetric_difference symmetric_difference_update union",
-        "set method on its own set",
-    ),
-    **_each("start stop step indices", "range or slice field: an int"),
-    **_each("most_common elements subtract total", "Counter method"),
-    **_each("appendleft extendleft popleft rotate maxlen", "deque method or field"),
-    "move_to_end": "OrderedDict method",
-    "default_factory": "the program's own defaultdict's factory",
-    **_each("limit_denominator from_float", "Fraction method: a fresh Fraction"),
-    "from_iterable": "itertools.chain.from_iterable",
-    "args": "an exception's arguments (the program's own values, or strs)",
-    **_each("T shape ndim size nbytes itemsize", "ndarray field: a fresh view of its own array or a number"),
-    **_each(
-        "all any argmax argmin argsort astype clip cumprod cumsum diagonal dot fill flatten item max mean min "
-        "nonzero prod ravel repeat reshape round searchsorted squeeze std sum swapaxes take tolist trace "
-        "transpose var conj",
-        "ndarray method: computes from or writes its own array",
-    ),
-    **_each("reduce accumulate outer", "ufunc method: a fresh array"),
-    **_each("slope intercept", "statistics.linear_regression result field"),
-    **_each("eigenvalues eigenvectors", "numpy.linalg.eig result field (a fresh array)"),
-}
 
 # ----------------------------------------------------------------------------------------- verifier
 # Opcode numbers of this interpreter; -1 for a name it lacks (PRECALL from 3.12 on), and pseudo-instructions
@@ -596,6 +185,8 @@ _REFUSED_NAMES: Final[frozenset[str]] = frozenset(
     name for name in (*vars(builtins), *REFUSED_BUILTINS) if name not in PURE_BUILTIN_REASONS
 )
 _IS_CODE: Final = types.CodeType.__instancecheck__
+# Where addresses cannot be kept from programs (`identity.refusal`), nothing is proven.
+_UNGUARDED: Final = identity.refusal()
 
 
 def why_not_pure(code: types.CodeType) -> str | None:
@@ -604,6 +195,8 @@ def why_not_pure(code: types.CodeType) -> str | None:
     "try block in generator 'g'", "relative import", "python 3.12 not reviewed". No side effects."""
     if not _REVIEWED:
         return f"python {sys.version_info[0]}.{sys.version_info[1]} not reviewed"
+    if _UNGUARDED is not None:
+        return _UNGUARDED
     stack = [code]
     while stack:
         current = stack.pop()
@@ -893,7 +486,7 @@ def _unproven_now(reason: str) -> Unproven:
 def unproven() -> str | None:
     """Why the program run in the latest `pure_globals()` must be run again in the fork tier (it
     reached a module member its proxy does not hold), or None: its result stands."""
-    return _UNPROVEN[0] if _UNPROVEN else None
+    return _UNPROVEN[0] if _UNPROVEN else identity.refused()
 
 
 # Modules a library's C code imports lazily by name in the middle of a pure call (ndarray.sum imports
@@ -982,10 +575,18 @@ def _make_builtins() -> dict[str, object]:
 PURE_BUILTINS: Final[Mapping[str, object]] = _make_builtins()
 
 
+def guard_addresses() -> None:
+    """In a warm runner's process, once: from now on, a program between `pure_globals()` and
+    `end_program()` that asks for an address (an identity repr or hash, a NaN's hash) is unproven on
+    the spot (`identity`)."""
+    identity.install(_unproven_now)
+
+
 def pure_globals() -> dict[str, object]:
     """A fresh module namespace for one program that why_not_pure admitted; it also starts that
-    program's `unproven()` record afresh."""
+    program's `unproven()` record afresh, and arms the address guard (`guard_addresses`)."""
     _UNPROVEN.clear()
+    identity.arm()
     return {"__builtins__": PURE_BUILTINS, "__name__": "__main__"}
 
 
@@ -1006,6 +607,7 @@ def end_program(namespace: dict[str, object]) -> None:
     What survives is the runner's (and the modules a program's import loaded): `gc.freeze()` moves it out
     of later collections, which then cost about a microsecond instead of milliseconds once numpy is
     loaded."""
+    identity.disarm()
     namespace.clear()
     gc.collect()
     gc.freeze()
@@ -1025,6 +627,7 @@ __all__ = [
     "Unproven",
     "end_program",
     "exec_pure",
+    "guard_addresses",
     "on_unproven",
     "prepare_proxies",
     "pure_globals",

@@ -20,7 +20,10 @@ Run time (`Guards`), every refusal recorded so that try/except cannot hide it (t
   builtin the program was not given (setattr, eval, the real type, ...). That check is on the kind of
   object, so it does not depend on knowing every attribute name that leads there.
 - Item access (`x[k]`, `operator.getitem`, `itemgetter`) passes the same check on what it returns, and
-  iterating over a module namespace or sys.modules is refused.
+  iterating over a module namespace or sys.modules is refused. So do what calls return, what iteration
+  yields, a program function's arguments, operators' and comparisons' results (`_result_(a + b)`), what
+  `with ... as` enters, `x op= v`, `yield`/`yield from`, a caught exception, and what a display unpacks
+  (`[*it]`, `{**m}`): library code decides what those hand back.
 - `type(x)` goes through the same check (never a metaclass, never the ndarray constructor), and
   three-argument type() is refused: classes come only from `class` statements.
 - `str.format` and `format_map`, however reached (`"".format`, `str.format`, `getattr(str, "format")`,
@@ -161,6 +164,79 @@ class _Transformer(RestrictingNodeTransformer):
         call = cast(ast.expr, super().visit_Call(node))
         return ast.copy_location(ast.Call(func=ast.Name("_result_", ast.Load()), args=[call], keywords=[]), node)
 
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        """What an operator returns passes the check of a call's result: `a + b` runs a library's
+        `__add__` (or `__radd__`), which may hand back what no attribute read would."""
+        return _checked(super().visit_BinOp(node), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        """As a binary operator's (`-a`, `+a`, `~a`); `not a` is always a bool."""
+        visited = super().visit_UnaryOp(node)
+        return visited if isinstance(node.op, ast.Not) else _checked(visited, node)
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        """As a binary operator's (`a < b` runs `__lt__`, which returns what it likes; a chain returns
+        the comparison it stopped at); `is`, `is not`, `in`, `not in` are always bools."""
+        visited = super().visit_Compare(node)
+        if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            return visited
+        return _checked(visited, node)
+
+    def visit_Yield(self, node: ast.Yield) -> Any:
+        """`x = yield v`: what a caller sends in (library code drives generators too) is checked."""
+        return _checked(super().visit_Yield(node), node)
+
+    def visit_YieldFrom(self, node: ast.YieldFrom) -> Any:
+        """`x = yield from it`: the iterator's return value is checked, as a call's result."""
+        return _checked(super().visit_YieldFrom(node), node)
+
+    def visit_Starred(self, node: ast.Starred) -> Any:
+        """`[*it]`, `(*it,)`, `{*it}`, `f(*it)`: the items come through `_getiter_`, as a for loop's do
+        (a display's unpacking iterates in C, past the guards)."""
+        visited = super().visit_Starred(node)
+        if isinstance(visited, ast.Starred) and isinstance(visited.ctx, ast.Load):
+            visited.value = ast.copy_location(
+                ast.Call(func=ast.Name("_getiter_", ast.Load()), args=[visited.value], keywords=[]), visited.value
+            )
+        return visited
+
+    def visit_Dict(self, node: ast.Dict) -> Any:
+        """`{**mapping}`: its keys and values pass the check of an item (the merge reads them in C)."""
+        visited = super().visit_Dict(node)
+        if isinstance(visited, ast.Dict):
+            for index, key in enumerate(visited.keys):
+                if key is None:
+                    value = visited.values[index]
+                    visited.values[index] = ast.copy_location(
+                        ast.Call(func=ast.Name("_mapping_", ast.Load()), args=[value], keywords=[]), value
+                    )
+        return visited
+
+    def visit_With(self, node: ast.With) -> Any:
+        """`with cm as x`: cm passes through `_with_`, whose `__enter__` checks what the real one
+        returns (a library's `__enter__` returns what it likes)."""
+        visited = super().visit_With(node)
+        if not isinstance(visited, ast.With):
+            return visited
+        for item in visited.items:
+            if item.optional_vars is not None:
+                item.context_expr = ast.copy_location(
+                    ast.Call(func=ast.Name("_with_", ast.Load()), args=[item.context_expr], keywords=[]),
+                    item.context_expr,
+                )
+        return visited
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
+        """`except E as e`: the exception caught (a library may raise any object of an exception class)
+        is checked before the handler runs."""
+        visited = super().visit_ExceptHandler(node)
+        if isinstance(visited, ast.ExceptHandler) and visited.name:
+            check = ast.Expr(
+                ast.Call(func=ast.Name("_result_", ast.Load()), args=[ast.Name(visited.name, ast.Load())], keywords=[])
+            )
+            visited.body.insert(0, ast.copy_location(check, visited.body[0]))
+        return visited
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
         """A function's arguments pass the check of an attribute read on entry: library code calls the
         program's functions (map, sorted's key, reduce) with values the program never read itself."""
@@ -226,6 +302,13 @@ class _Transformer(RestrictingNodeTransformer):
             return node
         parts = [part or ast.Constant(None) for part in (node.lower, node.upper, node.step)]
         return ast.Call(func=ast.Name("slice", ast.Load()), args=parts, keywords=[])
+
+
+def _checked(expression: Any, node: ast.AST) -> Any:
+    """`_result_(expression)`, where the visit left an expression (an error leaves the node as is)."""
+    if not isinstance(expression, ast.expr):
+        return expression
+    return ast.copy_location(ast.Call(func=ast.Name("_result_", ast.Load()), args=[expression], keywords=[]), node)
 
 
 def _parameter_names(arguments: ast.arguments) -> list[str]:
@@ -399,7 +482,9 @@ class Guards:
             "_result_": self.result,
             "_params_": self.params,
             "_plain_": _PLAIN,
-            "_inplacevar_": _inplacevar,
+            "_inplacevar_": self.inplacevar,
+            "_with_": self.with_,
+            "_mapping_": self.mapping,
             "_aug_item_": self.aug_item,
             "_aug_attr_": self.aug_attr,
             "_apply_": self.apply,
@@ -519,6 +604,8 @@ class Guards:
             if isinstance(owner, types.ModuleType):
                 return _origin_refusal(owner.__name__, "function")
             return None if owner is None else self._reach_refusal(owner)
+        if kind is types.UnionType:  # `int | None`: made of classes the program held to write it
+            return None
         if kind.__name__ in _CYTHON_FUNCTIONS and kind.__module__.startswith("_cython_"):
             # Their class is Cython's own; the function says which module it belongs to.
             return _origin_refusal(getattr(value, "__module__", None), "function")
@@ -580,6 +667,25 @@ class Guards:
         if type(value) in _PLAIN:
             return value
         return self.reached(value, "a call's result")
+
+    def inplacevar(self, op: str, x: Any, y: Any) -> Any:
+        """`n op= v` on a name: what the operator returns is checked, as a call's result."""
+        return self.result(_INPLACE[op](x, y))
+
+    def mapping(self, value: Any) -> dict[Any, Any]:
+        """`{**value}`: a dict of its items, each key and value checked as an item (never a namespace)."""
+        if type(value) is dict and self._is_namespace(value):
+            raise self.refuse("forbidden_attribute", "unpacking a module namespace is not allowed")
+        items = dict(value)
+        for key, item in items.items():
+            self._item(key)
+            self._item(item)
+        return items
+
+    def with_(self, manager: Any) -> Any:
+        """`with manager as x`: a stand-in whose `__enter__` checks what the manager's returns (as a call's
+        result) and whose `__exit__` is the manager's."""
+        return _CheckedContext(manager, self.result)
 
     def params(self, *values: Any) -> None:
         """A program function's arguments, on entry: checked as attribute reads are."""
@@ -668,10 +774,10 @@ class Guards:
         return cls
 
     def aug_item(self, obj: Any, key: Any, op: str, value: Any) -> None:
-        self.write(obj)[key] = _INPLACE[op](self.getitem(obj, key), value)
+        self.write(obj)[key] = self.inplacevar(op, self.getitem(obj, key), value)
 
     def aug_attr(self, obj: Any, name: str, op: str, value: Any) -> None:
-        setattr(self.write_attr(obj, name), name, _INPLACE[op](self.getattr(obj, name), value))
+        setattr(self.write_attr(obj, name), name, self.inplacevar(op, self.getattr(obj, name), value))
 
     # -- imports -----------------------------------------------------------------------------------
 
@@ -1121,8 +1227,20 @@ def _is_str_format(value: Any) -> bool:
     )
 
 
-def _inplacevar(op: str, x: Any, y: Any) -> Any:
-    return _INPLACE[op](x, y)
+class _CheckedContext:
+    """What `with manager as x` enters under the restricted policy (`Guards.with_`)."""
+
+    __slots__ = ("_check", "_manager")
+
+    def __init__(self, manager: Any, check: Callable[[Any], Any]) -> None:
+        self._manager = manager
+        self._check = check
+
+    def __enter__(self) -> Any:
+        return self._check(type(self._manager).__enter__(self._manager))
+
+    def __exit__(self, *exc: Any) -> Any:
+        return type(self._manager).__exit__(self._manager, *exc)
 
 
 def _denied_attribute(obj: Any, name: str) -> bool:

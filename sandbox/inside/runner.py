@@ -37,7 +37,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from potrun.policies import PolicySpec
+from potrun.policies import PolicySpec, identity
 from potrun.policies.pure import end_program, pure_globals, unproven, why_not_pure_program
 from potrun.policies.restricted import (
     FILENAME,
@@ -73,6 +73,12 @@ COMPILE_CACHE_SIZE = 4096
 # cgroup the worker's forks share (4,000 programs of 48 KB held ~400 MB there and starved them).
 COMPILE_CACHE_CHARS = 4 << 20
 PREPARE_LIMIT = 64 * 1024  # characters of a program that the worker compiles ahead of its fork
+# From Python 3.12 on, every string the compiler interns (names, identifier-like constants) is immortal in
+# the process that compiled it: compiled ahead in the worker, each program's new names would stay there
+# for the worker's life, and every later fork would copy them (bench/worker_names.py on 3.13: +50 MB of
+# the worker tree after 400 programs of 1,500 names, +1.7 MB on 3.11). There, each fork compiles its own
+# program, and its names die with it.
+COMPILE_AHEAD = sys.version_info < (3, 12)
 RECURSION_DEPTH = 980  # frames a program may nest (Python's default limit, less what a runner used to take)
 # A warm runner's RLIMIT_CPU, in CPU limits: only a backstop behind the exact CPU timer (a pure program
 # cannot dodge the timer), so it is set wide and renewed rarely rather than for every program.
@@ -220,7 +226,7 @@ class Runner:
         quarter of a fork's cost), loading the code far fewer. Small sources only, so that compiling
         outside the program's limits stays cheap; b"" where it fails: the fork compiles it and
         reports the error as the program's."""
-        if len(source) > PREPARE_LIMIT:
+        if not COMPILE_AHEAD or len(source) > PREPARE_LIMIT:
             return b""
         try:
             code = self._compile(source)[0]
@@ -279,7 +285,7 @@ class Runner:
             sys.stdout, sys.stderr = saved
         out_of_memory = result.status is Status.MEMORY_LIMIT
         if self.warm and (unproven() is not None or out_of_memory):
-            return None, out_of_memory
+            return None, out_of_memory or identity.broken()
         wall_s = self.last_wall_s = time.perf_counter() - wall0
         self.cpu_used = time.process_time()
         message = measured_message(

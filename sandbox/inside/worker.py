@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from potrun.policies import get_policy
-from potrun.policies.pure import on_unproven, prepare_proxies
+from potrun.policies.pure import guard_addresses, on_unproven, prepare_proxies
 from potrun.sandbox.inside import cputimer, forkserver, seeding
 from potrun.sandbox.inside.forkserver import ForkServer, reap_status
 from potrun.sandbox.inside.runner import AuditHook, Runner, trusted_audit_hook
@@ -865,6 +865,7 @@ def _serve_warm(requests: int, results: int) -> None:
             os._exit(0)
 
         on_unproven(stop_unproven)
+        guard_addresses()  # (where it cannot, the warm tier is closed: `warm_tier_refusal`, and potrun forks)
         footprint = memcg.Footprint()
         checked = 0
         reader = FrameReader()

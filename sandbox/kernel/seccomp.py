@@ -16,7 +16,11 @@ CLONE_PARENT), ptrace and process_vm_readv/writev, the kernel keyring, bpf, perf
 userfaultfd, kernel modules, kexec, swap, reboot, acct, quotactl, iopl/ioperm, file handles, POSIX
 message queues and new SysV objects (which would carry notes from one program to the next, as a red team
 showed). clone3, whose flags a filter cannot read, answers ENOSYS, so that the C library falls back
-to clone, whose flags are checked. A system call of another ABI (x32, or i386 on x86_64) kills the
+to clone, whose flags are checked. The allowed calls whose argument widens reach have it read too
+(ARGUMENT_RULES, measured: `bench/syscalls.py` counts each value): socket and socketpair only for Unix
+sockets (not netlink, packet, the kernel's crypto; EAFNOSUPPORT), ioctl only for the terminal and
+descriptor queries Python makes (ENOTTY), prctl only for the options potrun and the C library use
+(EINVAL). A system call of another ABI (x32, or i386 on x86_64) kills the
 process: the numbers below would not hold there.
 
 The allowed numbers are checked by a binary search (a few comparisons for any call: cheaper than the
@@ -29,6 +33,7 @@ classic BPF, assembled here.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import platform
 import struct
@@ -170,6 +175,67 @@ ALLOWED: dict[str, str] = {
         "msgctl semctl shmctl shmat shmdt",
         "the worker empties its IPC namespace after each fork (measured: msgctl, semctl, shmctl; new objects "
         "are refused: shmget, semget, msgget)",
+    ),
+}
+
+
+# Allowed calls whose argument widens a program's reach: the filter reads it, and allows only the values
+# listed, measured (`bench/syscalls.py` counts "call:VALUE"); any other answers the errno a kernel without
+# the feature gives, so that libraries fall back as they would there.
+@dataclasses.dataclass(frozen=True)
+class ArgumentRule:
+    argument: int  # which argument (its low 32 bits: a domain, a request, an option)
+    allowed: dict[str, int]  # its values that pass, by name, each measured or reviewed
+    refused_errno: int
+    reason: str
+
+
+ARGUMENT_RULES: dict[str, ArgumentRule] = {
+    "socket": ArgumentRule(
+        0,
+        {"AF_UNIX": 1},
+        errno.EAFNOSUPPORT,
+        "Unix sockets only (measured: the fork server's socketpair, multiprocessing, the C library's nscd): no "
+        "netlink (the kernel's routing, audit and device tables), packet, alg (the kernel's crypto), vsock, "
+        "bluetooth...; no inet either (the network namespace has only loopback, where a program's server "
+        "would wait for the next program of its worker)",
+    ),
+    "socketpair": ArgumentRule(0, {"AF_UNIX": 1}, errno.EAFNOSUPPORT, "as socket"),
+    "ioctl": ArgumentRule(
+        1,
+        {
+            "TCGETS": 0x5401,  # isatty() on every file Python opens (measured)
+            "TIOCGWINSZ": 0x5413,  # a terminal's size (shutil.get_terminal_size)
+            "TIOCGPGRP": 0x540F,  # a terminal's foreground group (os.tcgetpgrp)
+            "FIONREAD": 0x541B,  # bytes waiting in a pipe: the worker's and its runners' (measured)
+            "FIONBIO": 0x5421,  # non-blocking mode, as fcntl's O_NONBLOCK
+            "FIONCLEX": 0x5450,  # close-on-exec off, on: os.set_inheritable (measured)
+            "FIOCLEX": 0x5451,
+        },
+        errno.ENOTTY,
+        "terminal and descriptor queries only (measured): not the devices' and file systems' own requests "
+        "(TIOCSTI pushes input into a terminal, FICLONE, filesystem and block device controls...)",
+    ),
+    "prctl": ArgumentRule(
+        0,
+        {
+            "PR_SET_PDEATHSIG": 1,  # the fork server dies with the worker (measured)
+            "PR_GET_DUMPABLE": 3,
+            "PR_SET_DUMPABLE": 4,  # the worker's non-dumpable (measured)
+            "PR_SET_NAME": 15,  # a thread's name (the C library's pthread_setname_np)
+            "PR_GET_NAME": 16,
+            "PR_SET_SECCOMP": 22,  # a further filter can only refuse more
+            "PR_CAPBSET_READ": 23,  # the worker's capabilities (measured)
+            "PR_CAPBSET_DROP": 24,
+            "PR_SET_CHILD_SUBREAPER": 36,  # the worker (measured)
+            "PR_GET_CHILD_SUBREAPER": 37,
+            "PR_SET_NO_NEW_PRIVS": 38,  # (measured)
+            "PR_GET_NO_NEW_PRIVS": 39,
+            "PR_CAP_AMBIENT": 47,  # ambient capabilities: can only lower what the bounding set allows
+        },
+        errno.EINVAL,
+        "the options potrun and the C library use (measured): not PR_SET_MM (a process's memory map "
+        "fields), PR_SET_PTRACER, speculation controls, PR_SET_IO_FLUSHER...",
     ),
 }
 
@@ -702,6 +768,7 @@ def filter_program(machine: str | None = None) -> bytes | None:
     ld arch; jeq ARCH else ret KILL; ld nr; [x86_64: jge X32_BIT -> ret KILL]
     jeq clone: ld args[0]; jset CLONE_REFUSED -> ret EPERM else ret ALLOW
     jeq clone3 -> ret ENOSYS
+    for each call of ARGUMENT_RULES: jeq call: ld its argument; jeq each allowed value -> ret ALLOW; ret ERRNO
     a binary search of the allowed numbers' ranges -> ret ALLOW, else to REFUSE:
     REFUSE: jeq each denied -> ret EPERM; ret ENOSYS
     """
@@ -724,7 +791,11 @@ def filter_program(machine: str | None = None) -> bytes | None:
         (JEQ, 0, 1, clone3),
         (RET, 0, 0, RET_ERRNO | errno.ENOSYS),
     ]
-    allowed = sorted({numbers[name] for name in ALLOWED if name in numbers} - {clone, clone3})
+    for name, rule in ARGUMENT_RULES.items():
+        if name in numbers:
+            code += _argument_block(numbers[name], rule)
+    ruled = {numbers[name] for name in ARGUMENT_RULES if name in numbers}
+    allowed = sorted({numbers[name] for name in ALLOWED if name in numbers} - {clone, clone3} - ruled)
     tree = _search(_ranges(allowed))
     refuse = len(code) + len(tree)  # where the search sends a call it does not find
     code += [
@@ -734,6 +805,20 @@ def filter_program(machine: str | None = None) -> bytes | None:
     code += [(JEQ, len(denied) - index, 0, number) for index, number in enumerate(denied)]
     code += [(RET, 0, 0, RET_ERRNO | errno.ENOSYS), (RET, 0, 0, RET_ERRNO | errno.EPERM)]
     return b"".join(struct.pack("HBBI", op, jt, jf, k) for op, jt, jf, k in code)
+
+
+def _argument_block(number: int, rule: ArgumentRule) -> list[Instruction]:
+    """jeq NUMBER else past the block; ld args[ARGUMENT]; jeq each allowed value -> ret ALLOW;
+    ret ERRNO. (The accumulator holds the call's number again after the block: it is left only there.)"""
+    values = sorted(set(rule.allowed.values()))
+    count = len(values)
+    return [
+        (JEQ, 0, count + 3, number),
+        (LD_ABS_W, 0, 0, OFFSET_ARG0 + 8 * rule.argument),
+        *[(JEQ, count - index, 0, value) for index, value in enumerate(values)],
+        (RET, 0, 0, RET_ERRNO | rule.refused_errno),
+        (RET, 0, 0, RET_ALLOW),
+    ]
 
 
 def _ranges(numbers: list[int]) -> list[tuple[int, int]]:

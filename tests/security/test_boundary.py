@@ -8,6 +8,7 @@ read the host, see potrun, reach its worker, exceed its memory limit, or outlive
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -207,8 +208,19 @@ def test_the_seccomp_filter_numbers_every_listed_call_once_per_machine() -> None
         assert len(set(numbers.values())) == len(numbers), machine
         program = seccomp.filter_program(machine)
         assert program is not None and len(program) % 8 == 0, machine
+        ruled = {numbers[name]: rule for name, rule in seccomp.ARGUMENT_RULES.items() if name in numbers}
         allowed = {numbers[name] for name in seccomp.ALLOWED if name in numbers}
         for number in range(max(numbers.values()) + 2):
+            if number in ruled:
+                rule = ruled[number]
+                for value in rule.allowed.values():
+                    args = [0] * 6
+                    args[rule.argument] = value
+                    assert _run_filter(program, numbers, number, *args) == "allow", (machine, number, value)
+                args = [0] * 6
+                args[rule.argument] = 0xDEAD
+                assert _run_filter(program, numbers, number, *args) == f"errno {rule.refused_errno}", (machine, number)
+                continue
             verdict = _run_filter(program, numbers, number)
             expected = (
                 "allow"
@@ -220,14 +232,15 @@ def test_the_seccomp_filter_numbers_every_listed_call_once_per_machine() -> None
             assert verdict == expected, (machine, number, verdict, expected)
 
 
-def _run_filter(program: bytes, numbers: dict[str, int], nr: int, arg0: int = 0) -> str:
+def _run_filter(program: bytes, numbers: dict[str, int], nr: int, *args: int) -> str:
     """A small interpreter of the filter's classic BPF, for one call on the filter's own machine."""
     import struct
 
     from potrun.sandbox.kernel import seccomp
 
     arch = next(a for a, table in seccomp.ARCHES.values() if table is numbers)
-    data = {seccomp.OFFSET_NR: nr, seccomp.OFFSET_ARCH: arch, seccomp.OFFSET_ARG0: arg0}
+    data = {seccomp.OFFSET_NR: nr, seccomp.OFFSET_ARCH: arch}
+    data.update({seccomp.OFFSET_ARG0 + 8 * index: value for index, value in enumerate(args or (0,) * 6)})
     code = [struct.unpack("HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     pc, a = 0, 0
     while True:
@@ -235,12 +248,13 @@ def _run_filter(program: bytes, numbers: dict[str, int], nr: int, arg0: int = 0)
         if op == seccomp.LD_ABS_W:
             a, pc = data[k], pc + 1
         elif op == seccomp.RET:
-            return {
+            named = {
                 seccomp.RET_ALLOW: "allow",
                 seccomp.RET_ERRNO | 1: "eperm",
                 seccomp.RET_ERRNO | 38: "enosys",
                 seccomp.RET_KILL_PROCESS: "kill",
-            }[k]
+            }
+            return named.get(k, f"errno {k & 0xFFFF}")
         elif op == seccomp.JA:
             pc += 1 + k
         else:
@@ -279,6 +293,70 @@ def test_the_seccomp_filter_allows_only_what_is_listed(box: Sandbox) -> None:
     )
     assert result.status is Status.OK, describe(result)
     assert result.value == [38, 38, 38, 1, 1, 7, "5"], describe(result)
+    assert_pool_healthy(box)
+
+
+@pytest.mark.parametrize("policy", ["trusted"])
+def test_the_seccomp_filter_reads_the_arguments_that_widen_reach(box: Sandbox) -> None:
+    """socket() and socketpair() of any domain but AF_UNIX (netlink, inet, packet, the kernel's crypto),
+    an ioctl outside the terminal and descriptor queries (TIOCSTI, FICLONE, a block device's), a prctl
+    outside potrun's options (PR_SET_MM, PR_SET_PTRACER) are refused, called straight or through Python;
+    what Python does with them (isatty, a Unix socketpair, set_inheritable, threads' names) still works."""
+    if not box.capabilities.get("seccomp"):
+        pytest.skip("no seccomp filter here")
+    result = box.run(
+        textwrap.dedent("""
+        import ctypes, os, socket, sys
+        from potrun.sandbox.kernel import seccomp
+        numbers = seccomp.ARCHES[os.uname().machine][1]
+        libc = ctypes.pythonapi  # (a trusted program may not load a library; libc's symbols are there)
+        libc.__errno_location.restype = ctypes.c_void_p
+        def errno_of(*args):
+            got = libc.syscall(*args)
+            return ctypes.c_int.from_address(libc.__errno_location()).value if got == -1 else 'succeeded'
+        def python_errno(make):
+            try:
+                made = make()
+            except OSError as error:
+                return error.errno
+            made.close()
+            return 'succeeded'
+        fd = os.open('.', os.O_RDONLY)
+        got = {
+            'netlink': errno_of(numbers['socket'], 16, 3, 0),
+            'inet': errno_of(numbers['socket'], 2, 1, 0),
+            'inet6-python': python_errno(lambda: socket.socket(socket.AF_INET6)),
+            'packet': errno_of(numbers['socket'], 17, 3, 0),
+            'alg': errno_of(numbers['socket'], 38, 5, 0),
+            'pair-inet': errno_of(numbers['socketpair'], 2, 1, 0, 0),
+            'tiocsti': errno_of(numbers['ioctl'], 0, 0x5412, 0),
+            'ficlone': errno_of(numbers['ioctl'], fd, 0x40049409, 0),
+            'pr-set-mm': errno_of(numbers['prctl'], 35, 1, 0, 0, 0),
+            'pr-set-ptracer': errno_of(numbers['prctl'], 0x59616D61, 0, 0, 0, 0),
+        }
+        a, b = socket.socketpair()
+        a.sendall(b'x')
+        ok = [b.recv(1) == b'x', os.isatty(fd), os.isatty(0)]
+        os.set_inheritable(fd, True)
+        ok.append(os.get_inheritable(fd))
+        ans = [sorted(got.items()), ok]
+    """)
+    )
+    assert result.status is Status.OK, describe(result)
+    refused, works = result.value  # type: ignore[misc]
+    assert dict(refused) == {
+        "netlink": errno.EAFNOSUPPORT,
+        "inet": errno.EAFNOSUPPORT,
+        "inet6-python": errno.EAFNOSUPPORT,
+        "packet": errno.EAFNOSUPPORT,
+        "alg": errno.EAFNOSUPPORT,
+        "pair-inet": errno.EAFNOSUPPORT,
+        "tiocsti": errno.ENOTTY,
+        "ficlone": errno.ENOTTY,
+        "pr-set-mm": errno.EINVAL,
+        "pr-set-ptracer": errno.EINVAL,
+    }, describe(result)
+    assert works == [True, False, False, True], describe(result)
     assert_pool_healthy(box)
 
 

@@ -191,6 +191,123 @@ def test_values_that_come_into_reach_are_checked(make: Any, how: str) -> None:
     assert value is not dangerous and not (isinstance(value, list) and dangerous in value)
 
 
+def _leaky(dangerous: Any) -> Any:
+    """An object that stands for a library value whose special methods hand out `dangerous`: every
+    operator, comparison, in-place operator, `__enter__`, and the return value of its iterator."""
+
+    def give(*args: Any) -> Any:
+        return dangerous
+
+    names = "add radd sub rsub mul rmul matmul truediv mod pow or ror and xor lshift neg pos invert abs lt le gt ge eq ne iadd ior enter"
+    namespace: dict[str, Any] = {f"__{name}__": give for name in names.split()}
+    namespace["__exit__"] = lambda *args: False
+    namespace["__hash__"] = object.__hash__
+    leaky_class = type("Leaky", (), namespace)
+    leaky_class.__module__ = "socket"  # a module outside the allowlist: the object itself is refused too
+    return leaky_class()
+
+
+def _returns(dangerous: Any) -> Any:
+    yield 1
+    return dangerous
+
+
+@pytest.mark.parametrize("make", DANGEROUS)
+@pytest.mark.parametrize(
+    "how",
+    [
+        "ans = leaky + 1",
+        "ans = 1 + leaky",
+        "ans = leaky | None",
+        "ans = leaky @ 2",
+        "ans = -leaky",
+        "ans = ~leaky",
+        "ans = leaky < 1",
+        "ans = 0 <= leaky",
+        "ans = leaky != 3",
+        "ans = leaky\nans += 1",
+        "ans = leaky\nans |= 1",
+        "box = [leaky]\nbox[0] += 1\nans = box",
+        "with leaky as ans:\n    pass",
+        "with leaky as (ans, other):\n    pass",
+        "def g():\n    got = yield from returns()\n    yield got\nans = list(g())",
+        "ans = [*hand_list()]",
+        "ans = (*hand_list(),)",
+        "ans = {**hand_map()}",
+        "ans = {**hand_keys()}",
+        "try:\n    raise_it()\nexcept Exception as caught:\n    ans = caught",
+    ],
+    ids=[
+        "add",
+        "radd",
+        "or",
+        "matmul",
+        "neg",
+        "invert",
+        "lt",
+        "le-reflected",
+        "ne",
+        "iadd-name",
+        "ior-name",
+        "iadd-item",
+        "with",
+        "with-tuple",
+        "yield-from",
+        "list-display",
+        "tuple-display",
+        "dict-merge",
+        "dict-merge-keys",
+        "except-as",
+    ],
+)
+def test_what_operators_and_with_give_is_checked(make: Any, how: str) -> None:
+    """Operator results, `with ... as`, `yield from`, displays' unpacking and a caught exception pass the
+    check of a call's result (issue 35): a library's special method hands back what it likes."""
+    dangerous = make()
+
+    def raise_it() -> None:
+        error = RuntimeError("x")
+        error.payload = dangerous  # type: ignore[attr-defined]
+        raise _LibraryError() from error
+
+    extra = {
+        "leaky": _leaky(dangerous),
+        "hand_list": lambda: [dangerous],
+        "hand_map": lambda: {"a": dangerous},
+        "hand_keys": lambda: {_leaky(dangerous): 1},
+        "returns": lambda: _returns(dangerous),
+        "raise_it": raise_it,
+    }
+    status, value, _ = run(how, extra)
+    assert status == "policy_violation", (how, value)
+
+
+class _LibraryError(Exception):
+    """An exception of a class from outside the allowlist (its module says socket)."""
+
+
+_LibraryError.__module__ = "socket"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "ans = [1 + 2 * 3 - -4, 2 ** 10 // 3 % 7, 1 < 2 <= 3, 'a' + 'b', [1] * 2, (1, 2) + (3,), ~5, not 0]",
+        "x = 1\nx += 2\nx *= 3\nans = x",
+        "from fractions import Fraction\nans = float(Fraction(1, 3) + Fraction(1, 6))",
+        "import numpy as np\nans = float((np.arange(4) * 2 + 1).sum())",
+        "import decimal\nwith decimal.localcontext() as ctx:\n    ctx.prec = 5\n    ans = str(decimal.Decimal(1) / 7)",
+        "ans = {**{'a': 1}, **dict(b=2)}\nans = sorted([*ans, *range(2)], key=str)",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as error:\n    ans = type(error).__name__",
+        "def g():\n    got = yield from range(2)\n    yield got\nans = list(g())",
+        "ans = str(int | None)",
+    ],
+)
+def test_everyday_operators_and_with_still_run(source: str) -> None:
+    status, _, guards = run(source)
+    assert status == "ok", (source, guards.violations)
+
+
 # ------------------------------------------------------------ library code reading frames or evaluating
 
 FAKE_LIBRARY = """
