@@ -5,7 +5,8 @@ its own PID namespace, an empty network namespace, a subreaper, pids and memory 
 root, non-dumpable, a seccomp filter, where the machine has them), then reads run requests as frames
 on stdin and answers on stdout. It never runs a program itself: each program runs in a runner forked
 from it (the warm runner) or from its fork server (`forkserver`: a copy of it that never holds a
-program), so that the worker can enforce the limits from outside. The CPU limit, which decides a timeout,
+program; or from a template of it that holds the heavy modules the program imports: `templates`), so
+that the worker can enforce the limits from outside. The CPU limit, which decides a timeout,
 is the runner's CPU timer (`cputimer`: the kernel ends the runner with SIGPROF at it), with RLIMIT_CPU
 behind it; the wall-clock limit, a safety net several times wider, is SIGKILL of the runner's process
 group; memory is the memory cgroup over all of a
@@ -33,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from potrun.policies import get_policy
+from potrun.policies import POLICY_NAMES, get_policy
 from potrun.policies.pure import on_unproven, prepare_proxies
 from potrun.sandbox import cputimer, forkserver, isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.forkserver import ForkServer, reap_status
@@ -57,6 +58,9 @@ from potrun.sandbox.protocol import (
     write_all,
 )
 from potrun.sandbox.runner import AuditHook, Runner, trusted_audit_hook
+from potrun.sandbox.templates import MAX_TEMPLATES, Templates
+from potrun.sandbox.templates import profile as template_profile
+from potrun.sandbox.templates import warm as warm_template
 from potrun.types import ExecResult, Isolation, Status
 
 PRELOAD = (
@@ -77,13 +81,13 @@ PRELOAD = (
     "bisect",
     "copy",
 )
-# Allowed modules that a worker imports only once its programs need them, outside any program's limits:
-# every module a worker holds makes each of its forks dearer (numpy doubles the memory a fork copies
-# and its exit unmaps: a fork runs 1,190 programs/s here without it, 967/s with it), and most programs
-# never use it. numpy, numpy.linalg and numpy.random (NUMPY) come before a warm runner starts, or before a
-# fork whose program names numpy (numpy.random with them, so that its global generator is always the
-# worker's, seeded per program: one imported by the fork itself would draw its seed at another point of
-# the stream); any of these once a fork reports that its program imported it.
+# Allowed modules that a worker imports only once its warm runner needs them, outside any program's
+# limits: every module a process holds makes each of its forks dearer (numpy doubles the memory a fork
+# copies and its exit unmaps: a fork runs 1,190 programs/s here without it, 967/s with it), and most
+# programs never use it. numpy, numpy.linalg and numpy.random (NUMPY) come before a warm runner starts
+# (numpy.random with them, so that its global generator is always the worker's, seeded per program).
+# The fork server never imports them: a forked program that imports numpy forks from a template that
+# holds it (`templates`). (A fork still reports which of PRELOAD_ON_DEMAND it holds.)
 NUMPY = ("numpy", "numpy.linalg", "numpy.random")
 PRELOAD_ON_DEMAND = (*NUMPY, "numpy.fft", "numpy.polynomial")
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
@@ -160,6 +164,7 @@ class RunnerProcess:
     key: tuple[Any, ...]
     reader: FrameReader = field(default_factory=FrameReader)
     warm: bool = False
+    server: ForkServer | None = None  # the server (fork server or template) that forked it and reaps it
 
 
 class Worker:
@@ -191,8 +196,10 @@ class Worker:
         self.uts_isolated = isolation.unshare_uts()  # (a container's name is the engine's: a fixed one too)
         self.subreaper = isolation.set_subreaper()
         # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
-        # (the worker, its fork server and its warm runner above the program's own)
-        self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 3)
+        # (the worker, its fork server, its warm runner and its templates above the program's own)
+        self.cgroup = isolation.PidsCgroup.try_create(
+            isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 3 + MAX_TEMPLATES
+        )
         if self.cgroup is not None:
             self.cgroup.enter()
         self.memory = memcg.MemoryCgroup.try_create(memcg.cgroup_name(self.host_pid))
@@ -262,7 +269,8 @@ class Worker:
         # Everything imported so far lives as long as the worker: keep the collector off those pages,
         # so that runners forked from here copy fewer of them.
         gc.freeze()
-        self._fork_server: ForkServer | None = None  # started by `serve`
+        self._fork_server: ForkServer | None = None  # started by `serve`...
+        self._templates: Templates | None = None  # ...with the registry of its templates
         self.out = sys.stdout.buffer
         self._oom_kills = 0
         if self.memory is not None:
@@ -274,6 +282,12 @@ class Worker:
         if self._fork_server is None:
             raise RuntimeError("the fork server starts with serve()")
         return self._fork_server
+
+    @property
+    def templates(self) -> Templates:
+        if self._templates is None:
+            raise RuntimeError("the templates start with serve()")
+        return self._templates
 
     def hello(self) -> dict[str, Any]:
         capabilities = isolation.Capabilities(
@@ -311,7 +325,8 @@ class Worker:
         # Before any request: every forked program is forked from this copy of the worker, which never
         # holds a program (`forkserver`). (Started from here, a plain call from `main`, its forks have
         # as many frames under the program as the warm runner: the recursion depth is the same.)
-        self._fork_server = ForkServer.start(self._fork_program, self._import_here, self.entry.devnull)
+        self._fork_server = ForkServer.start(self._fork_program, self._make_template, self.entry.devnull)
+        self._templates = Templates(self._fork_server, self.memory)
         if self.memory is not None:
             self.memory.measure_baseline()  # with what the fork server holds
         self._write(encode(self.hello()))
@@ -552,7 +567,6 @@ class Worker:
         try:
             if len(body) < _ANSWER.size:
                 raise ProtocolError("an answer shorter than its prefix")
-            held = _ANSWER.unpack_from(body)[3]
             checked = check_result(
                 decode(body[_ANSWER.size :]),
                 request_id=request.id,
@@ -561,7 +575,6 @@ class Worker:
             )
         except ProtocolError as exc:
             return self._protocol_violation(request, exc, _FORK)
-        self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
         result = dataclasses.replace(checked_result(checked), isolation=_FORK, peak_rss_mb=peak)
         return encode_result(request.id, result)
 
@@ -610,7 +623,7 @@ class Worker:
         program's (its peak counts the pre-imported interpreter's pages it touched). A warm runner ran
         many: its CPU time counts since its last answer, and its peak, which the kernel keeps one of per
         process, is not this program's (None)."""
-        status, used, peak = reap_status(runner.pid) if runner.warm else self.forks.reap(runner.pid)
+        status, used, peak = reap_status(runner.pid) if runner.server is None else runner.server.reap(runner.pid)
         self._forget(runner)
         if runner.warm:
             return status, max(0.0, used - self._warm_cpu), None
@@ -673,7 +686,7 @@ class Worker:
         if pid == 0:
             os.close(request_write)
             os.close(result_read)
-            self._enter_runner(request, self.warm_scratch, (request_read, result_write), fork=False)
+            self._enter_runner(request, self.warm_scratch, (request_read, result_write), False, memcg.address_space())
             _serve_warm(request_read, result_write)  # whatever the request's policy: it runs only what is proven pure
         os.close(request_read)
         os.close(result_write)
@@ -682,15 +695,24 @@ class Worker:
         return RunnerProcess(pid, request_write, result_read, key, FrameReader(_answer_limit(request)), warm=True)
 
     def _fork(self, request: Request) -> RunnerProcess:
-        """A fork that runs this one program, made by the fork server: it reads its request itself."""
+        """A fork that runs this one program, made by the fork server or by the template that holds what
+        the program imports (`templates`): it reads its request itself."""
         message = request.message
-        if "numpy" in message.source:
-            self._import(NUMPY)
+        compiled, code = self._fork_runner(message.policy).compiled(message.source)
+        modules = template_profile(code, get_policy(message.policy))
+        server = self.templates.server_for(modules, message.limits.memory_mb, request.wall_s)
         result_read, result_write = os.pipe()
         self._limit_memory(message)
         try:
-            compiled = self._fork_runner(message.policy).compiled(message.source)
-            pid = self.forks.fork(message.policy, request.body, compiled, result_write)
+            try:
+                pid = server.fork(message.policy, request.body, compiled, result_write)
+            except ConnectionError:
+                if server is self.forks:
+                    raise
+                self.templates.drop(server)  # it died: the program forks bare, and imports what it needs
+                self._limit_memory(message)
+                server = self.forks
+                pid = server.fork(message.policy, request.body, compiled, result_write)
         except BaseException:
             os.close(result_read)
             raise
@@ -698,7 +720,7 @@ class Worker:
             os.close(result_write)
         if self._raise_oom_score:
             memcg.raise_oom_score(pid)
-        return RunnerProcess(pid, -1, result_read, (), FrameReader(_answer_limit(message)))
+        return RunnerProcess(pid, -1, result_read, (), FrameReader(_answer_limit(message)), server=server)
 
     def _fork_program(self, policy: str, request_fd: int, result_write: int) -> int:
         """In the fork server: fork a runner for one program, on its copy of the policy's runner.
@@ -709,32 +731,41 @@ class Worker:
         worker."""
         runner = self._fork_runner(policy)
         hook = None if runner.guards is not None else self._trusted_hook
+        address_space = memcg.address_space()  # what the fork holds before its program: not the program's
         pid = isolation.fork()
         if pid == 0:
             request = _read_request(request_fd, runner)
             runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
-            self._enter_runner(request, self.fork_scratch, (result_write,), fork=True)
+            self._enter_runner(request, self.fork_scratch, (result_write,), True, address_space)
             if request.stdin is not None or request.files:
                 _stage_inputs(request)
             _run_one(runner, request, hook)
         return pid
 
     def _import(self, names: tuple[str, ...]) -> None:
-        """Import modules of PRELOAD_ON_DEMAND, here and in the fork server, so that the next runners
-        have them already."""
+        """Import modules of NUMPY here, for the warm runner (never in the fork server: `templates`)."""
         missing = [name for name in names if name not in sys.modules]
         if missing:
             self._import_here(missing)
-            self.forks.import_modules(missing)
             if self.memory is not None and self.warm is None:
                 self.memory.measure_baseline()  # what the import holds is the worker's, not a program's
 
     def _import_here(self, names: list[str]) -> None:
-        """Import modules in this process (the worker, or the fork server). The fork runners are made
+        """Import modules in this process (the worker, or a new template). The fork runners are made
         again, so that their guards start from what is imported now."""
         for name in names:
             importlib.import_module(name)
         self._fork_runners.clear()
+        gc.freeze()
+
+    def _make_template(self, modules: list[str]) -> None:
+        """In a new template (a fork of the fork server): import the modules, warm their caches, make the
+        fork runners, and keep the collector off all of it, so that its forks copy fewer pages."""
+        self._import_here(modules)
+        warm_template(modules)
+        for policy in POLICY_NAMES:
+            self._fork_runner(policy)
+        gc.collect()
         gc.freeze()
 
     def _limit_memory(self, request: RunRequest) -> None:
@@ -759,11 +790,14 @@ class Worker:
             self._fork_runners[policy] = Runner(get_policy(policy))
         return self._fork_runners[policy]
 
-    def _enter_runner(self, request: RunRequest, cwd: str, keep_fds: tuple[int, ...], fork: bool) -> None:
+    def _enter_runner(
+        self, request: RunRequest, cwd: str, keep_fds: tuple[int, ...], fork: bool, address_space: int
+    ) -> None:
         """In a new runner: enter its sandbox. Returns only to run programs: the runner never comes
-        back to the worker's code, whatever happens (os._exit)."""
+        back to the worker's code, whatever happens (os._exit). `address_space`: the bytes it was
+        forked with, which its RLIMIT_AS adds to the program's memory limit."""
         try:
-            self.entry.enter(cwd, request.limits.to_wire(), keep_fds, fork)
+            self.entry.enter(cwd, request.limits.to_wire(), keep_fds, fork, address_space)
         except BaseException:
             os._exit(70)
 
@@ -800,6 +834,8 @@ class Worker:
 
     def close(self) -> None:
         self._stop_warm()
+        if self._templates is not None:
+            self._templates.close()
         if self._fork_server is not None:
             self._fork_server.close()
         if self.subreaper:
