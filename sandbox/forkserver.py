@@ -44,11 +44,13 @@ FORK, TEMPLATE, END, PID, EXIT, DONE, READY = b"F", b"T", b"E", b"P", b"X", b"D"
 _PID = struct.Struct("=i")  # a fork's pid, or -errno where the fork failed
 _EXIT = struct.Struct("=iidd")  # pid, wait status, CPU seconds, peak resident set in MB (-1: unknown)
 _MESSAGE_BYTES = 4096
+_RESTRICTED, _ANY = b"R", b"-"  # a template for restricted programs only, or for any
 _LENGTH = struct.Struct("=Q")  # the request's length, in the memfd before it and the compiled code
 
 Reaped = tuple[int, float, float | None]  # wait status, CPU seconds, peak MB
 ForkProgram = Callable[[str, int, int], int]  # (policy, request fd, result fd) -> the fork's pid
-MakeTemplate = Callable[[list[str]], None]  # in a new template: import the modules, warm their caches
+# In a new template: import the modules, warm their caches (and, for restricted programs, prepare the policy).
+MakeTemplate = Callable[[list[str], bool], None]
 
 
 class ForkServer:
@@ -61,8 +63,8 @@ class ForkServer:
     @classmethod
     def start(cls, fork_program: ForkProgram, make_template: MakeTemplate, keep_fd: int) -> ForkServer:
         """Fork the server from this process, as it is now. `fork_program(policy, request_fd,
-        result_fd)` runs in the server, forks, and returns the fork's pid; `make_template(modules)`
-        runs in a new template. `keep_fd` (/dev/null) becomes the server's stdin and stdout: it holds
+        result_fd)` runs in the server, forks, and returns the fork's pid; `make_template(modules,
+        restricted)` runs in a new template. `keep_fd` (/dev/null) becomes the server's stdin and stdout: it holds
         none of the worker's pipes to potrun."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = isolation.fork()
@@ -72,12 +74,14 @@ class ForkServer:
         theirs.close()
         return cls(ours, pid)
 
-    def start_template(self, modules: list[str], timeout_s: float) -> ForkServer | None:
-        """A template of this (bare) server that holds `modules`, once it said it is ready; None, and
-        nothing left of it, when it did not within `timeout_s` or failed."""
+    def start_template(self, modules: list[str], restricted: bool, timeout_s: float) -> ForkServer | None:
+        """A template of this (bare) server that holds `modules` (prepared for restricted programs
+        only, if `restricted`), once it said it is ready; None, and nothing left of it, when it did not
+        within `timeout_s` or failed."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        flag = _RESTRICTED if restricted else _ANY
         try:
-            socket.send_fds(self._control, [TEMPLATE + ",".join(modules).encode()], [theirs.fileno()])
+            socket.send_fds(self._control, [TEMPLATE + flag + ",".join(modules).encode()], [theirs.fileno()])
         finally:
             theirs.close()
         pid: int = _PID.unpack(self._receive(PID, _PID.size))[0]
@@ -163,7 +167,8 @@ def _serve(control: socket.socket, fork_program: ForkProgram, make_template: Mak
                     control.send(EXIT + _EXIT.pack(pid, status, cpu, -1.0 if peak is None else peak))
                 continue
             if kind == TEMPLATE and len(fds) == 1:
-                pid = _fork_template(control, fds[0], rest.decode().split(","), fork_program, make_template, keep_fd)
+                modules, restricted = rest[1:].decode().split(","), rest[:1] == _RESTRICTED
+                pid = _fork_template(control, fds[0], modules, restricted, fork_program, make_template, keep_fd)
                 templates.add(pid)
                 control.send(PID + _PID.pack(pid))
                 continue
@@ -187,6 +192,7 @@ def _fork_template(
     control: socket.socket,
     fd: int,
     modules: list[str],
+    restricted: bool,
     fork_program: ForkProgram,
     make_template: MakeTemplate,
     keep_fd: int,
@@ -197,7 +203,7 @@ def _fork_template(
         try:
             control.close()  # the fork server's end: the template hears the worker on its own only
             own = socket.socket(fileno=fd)
-            make_template(modules)
+            make_template(modules, restricted)
             own.send(READY)
             _serve(own, fork_program, make_template, keep_fd)
         finally:

@@ -36,6 +36,7 @@ from typing import Any
 
 from potrun.policies import POLICY_NAMES, get_policy
 from potrun.policies.pure import on_unproven, prepare_proxies
+from potrun.policies.restricted import close_sympy_escape_hatches
 from potrun.sandbox import cputimer, forkserver, isolation, memcg, namespace, seccomp, seeding
 from potrun.sandbox.forkserver import ForkServer, reap_status
 from potrun.sandbox.protocol import (
@@ -758,11 +759,14 @@ class Worker:
         self._fork_runners.clear()
         gc.freeze()
 
-    def _make_template(self, modules: list[str]) -> None:
+    def _make_template(self, modules: list[str], restricted: bool) -> None:
         """In a new template (a fork of the fork server): import the modules, warm their caches, make the
-        fork runners, and keep the collector off all of it, so that its forks copy fewer pages."""
+        fork runners, and keep the collector off all of it, so that its forks copy fewer pages. One for
+        restricted programs only closes sympy's escape hatches once, here, for all its forks."""
         self._import_here(modules)
         warm_template(modules)
+        if restricted:
+            close_sympy_escape_hatches()
         for policy in POLICY_NAMES:
             self._fork_runner(policy)
         gc.collect()

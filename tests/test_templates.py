@@ -10,6 +10,7 @@ template sees the library as it was).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -23,7 +24,7 @@ import pytest
 
 from potrun import ExecResult, Sandbox, Status
 from potrun.policies import get_policy
-from potrun.sandbox.templates import MAX_TEMPLATES, TEMPLATE_MODULES, imported_names, profile
+from potrun.sandbox.templates import MAX_TEMPLATES, TEMPLATE_MODULES, Profile, imported_names, profile
 from tests.conftest import Proc, describe, process_table, same_value, worker_host_pid
 
 # ------------------------------------------------------------------------------------ generated programs
@@ -200,7 +201,8 @@ NUMPY = tuple(sorted(TEMPLATE_MODULES["numpy"]))
     ],
 )
 def test_the_profile_is_read_from_the_compiled_code(source: str, policy: object, expected: tuple[str, ...]) -> None:
-    assert profile(code_of(source), policy) == expected  # type: ignore[arg-type]
+    restricted = policy is RESTRICTED and "sympy" in expected  # sympy's hatches closed: restricted programs only
+    assert profile(code_of(source), policy) == Profile(expected, restricted)  # type: ignore[arg-type]
 
 
 def test_an_import_past_256_names_is_read_too() -> None:
@@ -209,7 +211,8 @@ def test_an_import_past_256_names_is_read_too() -> None:
     names = "".join(f"v{i}_{rng.randint(0, 9)} = {i}\n" for i in range(300))
     code = code_of(names + "import sympy\nans = 1")
     assert "sympy" in imported_names(code)  # type: ignore[arg-type]
-    assert profile(code, RESTRICTED) == ("sympy",)  # type: ignore[arg-type]
+    assert profile(code, RESTRICTED) == Profile(("sympy",), restricted=True)  # type: ignore[arg-type]
+    assert profile(code, TRUSTED) == Profile(("sympy",))  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------ the process tree
@@ -369,3 +372,19 @@ def test_a_template_never_holds_a_programs_state(module: str, backend: str) -> N
         assert result.value[:3] == expected, describe(result)
     parents = {result.value[3] for result in reads}
     assert len(parents) == 1 and fork_server not in parents, (parents, fork_server)  # one template, not bare
+
+
+PARSES = "from sympy.parsing.sympy_parser import parse_expr\nans = int(parse_expr('1 + 2'))"
+
+
+def test_a_trusted_program_never_forks_from_a_template_prepared_for_restricted_ones() -> None:
+    """A template for restricted sympy programs closes sympy's escape hatches once, for all its forks:
+    a trusted sympy program in the same worker forks from a template of its own, hatches open."""
+    with Sandbox(policy="restricted", isolation="fork", workers=1, timeout=30, memory_mb=1024) as box:
+        restricted = [box.request("import sympy\nans = int(sympy.Integer(4))"), box.request(PARSES)]
+        trusted = dataclasses.replace(box.request(PARSES), policy="trusted")
+        first, parsed, refused, parsed_again = box.run_requests([restricted[0], trusted, restricted[1], trusted])
+    assert first is not None and first.value == 4, first
+    assert parsed is not None and parsed.status is Status.OK and parsed.value == 3, describe(parsed)
+    assert refused is not None and refused.status is Status.POLICY_VIOLATION, describe(refused)
+    assert parsed_again is not None and parsed_again.value == 3, describe(parsed_again)
