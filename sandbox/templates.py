@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 from potrun.policies import PolicySpec, module_allowed
 
 if TYPE_CHECKING:
-    from potrun.sandbox.forkserver import ForkServer
-    from potrun.sandbox.memcg import MemoryCgroup
+    from potrun.sandbox.inside.forkserver import ForkServer
+    from potrun.sandbox.kernel.memcg import MemoryCgroup
 
 # numpy and the submodules its programs reach: numpy.random among them, so that its global generator is
 # the template's, reseeded per program (`seeding.reseed`).

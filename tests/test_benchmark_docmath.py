@@ -24,8 +24,8 @@ import pytest
 
 from potrun.benchmarks import get_benchmark
 from potrun.benchmarks.docmath import for_file, official_program, stated_number
-from potrun.pipeline import RecordResult
-from potrun.records import Record
+from potrun.check.pipeline import RecordResult
+from potrun.check.records import Record
 from potrun.types import UsageError
 
 SHARED = Path(__file__).parents[2] / "shared" / "data" / "benchmarks" / "docmath"

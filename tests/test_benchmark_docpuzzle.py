@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from potrun.check.process_golds import observed_in_text
+from potrun.check.scoring import ChecklistItem, check_checklist, parse_checklist
 from potrun.cli import EXIT_OK, main
 from potrun.comparators import compare, parse_range
 from potrun.extractors import extract_answer, find_numbers, option_letters, parse_number
-from potrun.process_golds import observed_in_text
-from potrun.scoring import ChecklistItem, check_checklist, parse_checklist
 
 SAMPLE = Path(__file__).parents[2] / "shared" / "data" / "benchmarks" / "docpuzzle" / "sample.jsonl"
 EXTRA = Path(__file__).parent / "data" / "benchmarks" / "docpuzzle_extra.jsonl"

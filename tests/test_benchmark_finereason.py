@@ -30,7 +30,7 @@ from potrun.benchmarks.finereason.graphcoloring import GraphColoring
 from potrun.benchmarks.finereason.gridpuzzle import GridPuzzle
 from potrun.benchmarks.finereason.rules import last_flat_list, last_nested_list
 from potrun.benchmarks.finereason.sudoku import Sudoku
-from potrun.records import Record
+from potrun.check.records import Record
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT.parent / "shared" / "data" / "benchmarks" / "finereason" / "sample.jsonl"

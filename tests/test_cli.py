@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from potrun.check.records import Record, read_records
 from potrun.cli import main
-from potrun.records import Record, read_records
 from potrun.types import BadRecord
 
 REPO = Path(__file__).resolve().parents[1]

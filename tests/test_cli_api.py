@@ -1,4 +1,4 @@
-"""The CLI calls the public API only: every name potrun/cli.py imports from the project is public."""
+"""The CLI calls the public API only: every name potrun/cli/__init__.py imports from the project is public."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 import importlib
 from pathlib import Path
 
-CLI = Path(__file__).resolve().parents[1] / "potrun" / "cli.py"
+CLI = Path(__file__).resolve().parents[1] / "potrun" / "cli" / "__init__.py"
 
 
 def imported_names() -> list[tuple[str, str]]:

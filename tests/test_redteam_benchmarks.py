@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import Pools
 
-from potrun.cache import CachedSandbox
+from potrun.check.cache import CachedSandbox
 from potrun.cli import main
 from potrun.comparators import compare
 from potrun.extractors import response_text
