@@ -24,7 +24,7 @@ import pytest
 
 from potrun import ExecResult, Sandbox, Status
 from potrun.policies import get_policy
-from potrun.sandbox.templates import MAX_TEMPLATES, TEMPLATE_MODULES, Profile, imported_names, profile
+from potrun.sandbox.inside.templates import MAX_TEMPLATES, TEMPLATE_MODULES, Profile, imported_names, profile
 from tests.conftest import Proc, describe, process_table, same_value, worker_host_pid
 
 # ------------------------------------------------------------------------------------ generated programs

@@ -40,10 +40,10 @@ from potrun.policies.restricted import close_sympy_escape_hatches
 from potrun.sandbox.inside import cputimer, forkserver, seeding
 from potrun.sandbox.inside.forkserver import ForkServer, reap_status
 from potrun.sandbox.inside.runner import AuditHook, Runner, trusted_audit_hook
+from potrun.sandbox.inside.templates import MAX_TEMPLATES, Templates
+from potrun.sandbox.inside.templates import profile as template_profile
+from potrun.sandbox.inside.templates import warm as warm_template
 from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
-from potrun.sandbox.templates import MAX_TEMPLATES, Templates
-from potrun.sandbox.templates import profile as template_profile
-from potrun.sandbox.templates import warm as warm_template
 from potrun.sandbox.wire.protocol import (
     EXIT,
     PROTOCOL_VERSION,

@@ -87,8 +87,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from potrun.sandbox.inside.templates import MAX_TEMPLATES, TEMPLATE_BUDGET_MB
 from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
-from potrun.sandbox.templates import MAX_TEMPLATES, TEMPLATE_BUDGET_MB
 from potrun.types import Limits, SandboxUnavailable
 
 if TYPE_CHECKING:
