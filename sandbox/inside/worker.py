@@ -44,6 +44,7 @@ from potrun.sandbox.inside.templates import MAX_TEMPLATES, Templates
 from potrun.sandbox.inside.templates import profile as template_profile
 from potrun.sandbox.inside.templates import warm as warm_template
 from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
+from potrun.sandbox.wire.command import parse_options
 from potrun.sandbox.wire.protocol import (
     EXIT,
     PROTOCOL_VERSION,
@@ -1135,13 +1136,11 @@ def _empty_directory(path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.sandbox.inside.worker [--uid-base N] [--preload A,B] [--scratch DIR]
-    [--scratch-is-private]`: the backends build this command line. (Not argparse: it imports shutil,
-    and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)
+    """The worker's command line (`command`: the backends build it there).
 
     A root worker first makes itself init of a new PID namespace (`namespace.enter_pid_namespace`:
     from here on this is its child; the parent only waits), then builds its minimal root."""
-    options = _parse_options(sys.argv[1:] if argv is None else argv)
+    options = parse_options(sys.argv[1:] if argv is None else argv)
     isolation.die_with_parent()
     host_pid = os.getpid()
     pid_namespace = os.geteuid() == 0 and namespace.enter_pid_namespace()
@@ -1160,20 +1159,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         worker.close()
     return 0
-
-
-def _parse_options(argv: list[str]) -> dict[str, str]:
-    flags, valued = {"--scratch-is-private"}, {"--uid-base", "--preload", "--scratch"}
-    options, rest = {}, list(argv)
-    while rest:
-        name = rest.pop(0)
-        if name in flags:
-            options[name] = ""
-        elif name in valued and rest:
-            options[name] = rest.pop(0)
-        else:
-            raise SystemExit(f"potrun.sandbox.inside.worker: unexpected argument {name!r}")
-    return options
 
 
 if __name__ == "__main__":

@@ -89,6 +89,7 @@ from typing import TYPE_CHECKING, Any
 
 from potrun.sandbox.inside.templates import MAX_TEMPLATES, TEMPLATE_BUDGET_MB
 from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
+from potrun.sandbox.wire.command import worker_command
 from potrun.types import Limits, SandboxUnavailable
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ NANO_CPUS = 1_000_000_000  # one CPU per container
 TMPFS = {"/tmp": f"rw,{SCRATCH_OPTIONS},mode=0711", "/dev/mqueue": "ro,size=4k,mode=0555"}
 CONTAINER_USER = "0"  # root without capabilities but RUNNER_CAPABILITIES: see the module's docstring
 RUNNER_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID"]
-WORKER_COMMAND = ("python3", "-s", "-P", "-m", "potrun.sandbox.inside.worker")
+WORKER_COMMAND = tuple(worker_command("python3"))  # the image's interpreter (`command`)
 START_TIMEOUT_S = 60.0  # creating, attaching and starting one container
 REMOVE_TIMEOUT_S = 30.0  # close() waiting for this session's containers to be gone
 STALL_S = 10.0  # a partial stream header that is not completed within this is a broken stream
