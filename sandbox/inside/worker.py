@@ -19,7 +19,6 @@ fresh fork: a few milliseconds.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import functools
 import gc
 import importlib
@@ -27,7 +26,6 @@ import math
 import os
 import select
 import signal
-import struct
 import sys
 import time
 from collections import deque
@@ -35,15 +33,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from potrun.policies import POLICY_NAMES, get_policy
-from potrun.policies.pure import on_unproven, prepare_proxies
+from potrun.policies.pure import prepare_proxies
 from potrun.policies.restricted import close_sympy_escape_hatches
-from potrun.sandbox.inside import cputimer, forkserver, seeding
+from potrun.sandbox.inside import cputimer, seeding
+from potrun.sandbox.inside.answers import (
+    ANSWER,
+    ANSWER_SLACK,
+    NEEDS_FORK,
+    NUMPY,
+    READ_SIZE,
+    RECYCLE,
+    RESUME,
+)
+from potrun.sandbox.inside.forked import read_request, run_one, send_forked, stage_inputs
 from potrun.sandbox.inside.forkserver import ForkServer, reap_status
-from potrun.sandbox.inside.runner import AuditHook, Runner, trusted_audit_hook
+from potrun.sandbox.inside.runner import Runner, trusted_audit_hook
 from potrun.sandbox.inside.templates import MAX_TEMPLATES, Templates
 from potrun.sandbox.inside.templates import profile as template_profile
 from potrun.sandbox.inside.templates import warm as warm_template
+from potrun.sandbox.inside.warm import serve_warm
 from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
+from potrun.sandbox.kernel.scratch import (
+    build_minimal_root,
+    empty_directory,
+    remove_directory,
+    remove_tree,
+    temporary_directory,
+)
 from potrun.sandbox.wire.command import parse_options
 from potrun.sandbox.wire.protocol import (
     EXIT,
@@ -56,7 +72,6 @@ from potrun.sandbox.wire.protocol import (
     check_result,
     checked_result,
     decode,
-    dumps,
     encode,
     encode_result,
     frame,
@@ -84,41 +99,14 @@ PRELOAD = (
     "bisect",
     "copy",
 )
-# Allowed modules that a worker imports only once its warm runner needs them, outside any program's
-# limits: every module a process holds makes each of its forks dearer (numpy doubles the memory a fork
-# copies and its exit unmaps: a fork runs 1,190 programs/s here without it, 967/s with it), and most
-# programs never use it. numpy, numpy.linalg and numpy.random (NUMPY) come before a warm runner starts
-# (numpy.random with them, so that its global generator is always the worker's, seeded per program).
-# The fork server never imports them: a forked program that imports numpy forks from a template that
-# holds it (`templates`). (A fork still reports which of PRELOAD_ON_DEMAND it holds.)
-NUMPY = ("numpy", "numpy.linalg", "numpy.random")
-PRELOAD_ON_DEMAND = (*NUMPY, "numpy.fft", "numpy.polynomial")
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
 WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
 # (only a lone request may be larger, and the runner, idle, reads it), so the worker always comes back
 # to read answers, and a runner blocked on writing a large answer cannot block it in turn.
 WARM_QUEUE_BYTES = 32 * 1024
-# Bytes asked of one read: a pipe holds 64 KiB, so asking more gains nothing, and a 1 MiB buffer costs
-# an mmap, page faults and an munmap on every read (~20 us, more than the read itself).
-READ_SIZE = 1 << 16
 POLL_S = 0.002  # how often, at most, the worker looks for a warm runner's answers while they flow...
 SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
-# A runner's answer to the worker: its flags (RECYCLE: the runner must be replaced; NEEDS_FORK: a warm
-# runner may not run the program, and there is no result), when it finished the program
-# (time.perf_counter: one clock for the worker and the runners it forks), the CPU time it had used
-# then (a warm runner's: what its next program's CPU time is counted from, should it be killed), and
-# which PRELOAD_ON_DEMAND modules it holds (a bit each); then the JSON result.
-_ANSWER = struct.Struct(">BddB")
-RECYCLE, NEEDS_FORK = 1, 2
-RESUME = b""  # the frame body that lets a warm runner go on after it answered NEEDS_FORK
-# The largest answer a runner may send: a value of the output limit, every character escaped (\uXXXX),
-# and the other fields.
-ANSWER_SLACK = 64 * 1024
-FIONREAD = 0x541B  # termios.FIONREAD on Linux: bytes waiting in a pipe
-# Room to spare for an answer to be sure it does not wait: its framing, and a page, since the pipe
-# keeps its bytes in whole pages.
-_ANSWER_MARGIN = 4 + _ANSWER.size + 4096
 # A runner's death by one of these is its CPU limit (the timer's SIGPROF; RLIMIT_CPU's SIGXCPU, or
 # SIGKILL where soft = hard) when its rusage shows at least CPU_CONFIRM of the limit: the exact timer
 # ends it at or just past the limit; the setitimer fallback (`cputimer`) counts by the tick, and was
@@ -126,10 +114,6 @@ _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
 CPU_LIMIT_SIGNALS = frozenset({cputimer.SIGNAL, signal.SIGXCPU, signal.SIGKILL})
 CPU_CONFIRM = 0.8
 _WARM, _FORK = Isolation.WARM.value, Isolation.FORK.value  # the tiers, as a result names them
-# When a warm runner measures its own footprint (`memcg.Footprint`): after a program of this wall time or
-# more (filling memcg.WARM_MARGIN_BYTES takes longer: page faults and zeroing), and every this many.
-FOOTPRINT_AFTER_S = 0.0005
-FOOTPRINT_EVERY = 64
 
 
 class Request:
@@ -215,10 +199,10 @@ class Worker:
         self.oom_protected = memcg.set_oom_score(memcg.OOM_SCORE_WORKER) or _oom_score() < memcg.OOM_SCORE_RUNNER
         root = os.geteuid() == 0
         # Given by potrun, which removes it even if this worker is killed; or our own.
-        self.scratch = scratch or _temporary_directory()
+        self.scratch = scratch or temporary_directory()
         self.minimal_root = False
         if root and not scratch_is_private:
-            self.minimal_root = _build_minimal_root(self.scratch)
+            self.minimal_root = build_minimal_root(self.scratch)
         if self.minimal_root:
             self.scratch = namespace.SCRATCH
             self.mounted_scratch = self.private_scratch = True
@@ -457,7 +441,7 @@ class Worker:
                 self._stop_warm()
                 return self._protocol_violation(inflight.popleft().message, exc, _WARM), True, now
             for body in bodies:
-                flags, stamp, cpu, _ = _ANSWER.unpack_from(body)
+                flags, stamp, cpu, _ = ANSWER.unpack_from(body)
                 head = inflight.popleft()
                 finished = min(stamp, now)
                 if math.isfinite(cpu):
@@ -469,7 +453,7 @@ class Worker:
                         return b"", True, time.perf_counter()
                     finished = self._resume_warm()
                 else:
-                    out.append(frame(body[_ANSWER.size :]))
+                    out.append(frame(body[ANSWER.size :]))
                 if flags & RECYCLE:
                     self._stop_warm()
                     return b"".join(out), True, finished
@@ -524,7 +508,7 @@ class Worker:
                     return self._forked_answer(bodies[0], message, peak)
         finally:
             self._clean_strays()
-            _remove_directory(scratch)
+            remove_directory(scratch)
             if self.ipc_isolated:
                 isolation.remove_ipc_objects()
 
@@ -568,10 +552,10 @@ class Worker:
         """A fork's answer, as potrun gets it: whatever bytes the fork wrote, only this request's result
         comes of them (its own id, a status a program can earn, plain bounded fields)."""
         try:
-            if len(body) < _ANSWER.size:
+            if len(body) < ANSWER.size:
                 raise ProtocolError("an answer shorter than its prefix")
             checked = check_result(
-                decode(body[_ANSWER.size :]),
+                decode(body[ANSWER.size :]),
                 request_id=request.id,
                 from_runner=True,
                 output_bytes=request.limits.output_bytes,
@@ -690,7 +674,7 @@ class Worker:
             os.close(request_write)
             os.close(result_read)
             self._enter_runner(request, self.warm_scratch, (request_read, result_write), False, memcg.address_space())
-            _serve_warm(request_read, result_write)  # whatever the request's policy: it runs only what is proven pure
+            serve_warm(request_read, result_write)  # whatever the request's policy: it runs only what is proven pure
         os.close(request_read)
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
@@ -737,12 +721,12 @@ class Worker:
         address_space = memcg.address_space()  # what the fork holds before its program: not the program's
         pid = isolation.fork()
         if pid == 0:
-            request = _read_request(request_fd, runner)
-            runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
+            request = read_request(request_fd, runner)
+            runner.send = functools.partial(send_forked, result_write, len(sys.modules))
             self._enter_runner(request, self.fork_scratch, (result_write,), True, address_space)
             if request.stdin is not None or request.files:
-                _stage_inputs(request)
-            _run_one(runner, request, hook)
+                stage_inputs(request)
+            run_one(runner, request, hook)
         return pid
 
     def _import(self, names: tuple[str, ...]) -> None:
@@ -836,7 +820,7 @@ class Worker:
                 pass
         if self.warm is runner:
             self.warm = None
-            _empty_directory(self.warm_scratch)
+            empty_directory(self.warm_scratch)
 
     def close(self) -> None:
         self._stop_warm()
@@ -850,7 +834,7 @@ class Worker:
         if not self.minimal_root:  # (a minimal root, its scratch included, goes with the namespace)
             if self.mounted_scratch:
                 isolation.unmount(self.scratch)  # its files go with it
-            _remove_tree(self.scratch)
+            remove_tree(self.scratch)
         if self.cgroup is not None:
             self.cgroup.remove()
         if self.memory is not None:
@@ -859,152 +843,6 @@ class Worker:
     def _write(self, data: bytes) -> None:
         self.out.write(data)
         self.out.flush()
-
-
-class AnswerPipe:
-    """The runner's end of the pipe that carries its answers to the worker.
-
-    Each answer is stamped with the time the runner was done with the program, which is when it
-    starts the next one: the worker reads answers only every POLL_S, and counts the next program's
-    time from the stamp. An answer that may have to wait for room in the pipe (the worker being slow
-    to read) gets no stamp (infinity), since that wait would be the next program's time: the worker
-    then counts from when it read the answer."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        try:
-            self.capacity = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
-        except OSError:
-            self.capacity = 0  # unknown: no stamps
-        self._unread = bytearray(4)
-
-    def send(self, body: bytes, flags: int, cpu: float) -> None:
-        """`cpu`: the runner's CPU time when it ended the program (no later than now)."""
-        stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
-
-    def _room(self) -> int:
-        fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
-        return self.capacity - int.from_bytes(self._unread, sys.byteorder)
-
-
-def _serve_warm(requests: int, results: int) -> None:
-    """A warm runner's life: run the pure programs that come, answer the others with NEEDS_FORK, until
-    told to stop or replaced."""
-    answers = AnswerPipe(results)
-    runner: Runner | None = None
-
-    def send(message: dict[str, Any], recycle: bool) -> None:
-        answers.send(dumps(message), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
-
-    code = 0
-    try:
-        memcg.tune_malloc()
-        runner = Runner(None, send=send)
-
-        def stop_unproven(reason: str) -> None:  # the program reached what its proof did not cover
-            runner.stop_for_fork()
-            answers.send(b"", NEEDS_FORK | RECYCLE, time.process_time())
-            os._exit(0)
-
-        on_unproven(stop_unproven)
-        footprint = memcg.Footprint()
-        checked = 0
-        reader = FrameReader()
-        queue: deque[bytes] = deque()
-        paused = False  # after NEEDS_FORK, until the worker's RESUME: the fork runs alone
-        while True:
-            if paused or not queue:
-                data = os.read(requests, READ_SIZE)
-                if not data:
-                    return
-                for body in reader.feed(data):
-                    if body == RESUME:
-                        paused = False
-                    else:
-                        queue.append(body)
-                continue
-            request = request_message(queue.popleft())
-            result, recycle = runner.run(request)
-            # What the program left (a heap glibc keeps, fragments) must not decide a later one's verdict:
-            # looked at after a program that took long enough to have touched the margin's worth of memory
-            # (zeroing 24 MB takes longer), and every FOOTPRINT_EVERY programs for slow growth; a GSM8K
-            # program takes ~12 us, the look ~2 us. The worker looks again before each fork (the cgroup).
-            checked += 1
-            if not recycle and (runner.last_wall_s > FOOTPRINT_AFTER_S or checked % FOOTPRINT_EVERY == 0):
-                recycle = footprint.over_margin()
-            if result is None:  # for a fork; after a memory verdict, this runner is replaced too
-                answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0), time.process_time())
-                if recycle:
-                    return
-                paused = True
-                continue
-            send(result, recycle)
-            if recycle:
-                return
-    except BaseException:
-        code = 70
-    finally:
-        os._exit(code)
-
-
-def _run_one(runner: Runner, request: RunRequest, audit_hook: AuditHook | None) -> None:
-    """A fork's life: one program, one answer (`runner.send`, set by the worker: `_send_forked`)."""
-    code = 0
-    try:
-        if audit_hook is not None:
-            sys.addaudithook(audit_hook)
-        result, recycle = runner.run(request)
-        runner.send(result, recycle)  # type: ignore[misc,arg-type]
-    except BaseException:
-        code = 70
-    finally:
-        os._exit(code)
-
-
-def _stage_inputs(request: RunRequest) -> None:
-    """In a fork that entered its sandbox: the request's files, written into its directory as the
-    program's own writes (its uid, its file size limit, its tmpfs), and its stdin, a memfd on
-    descriptor 0 (a real file: `sys.stdin`, `input()` and `os.read(0, n)` all read it). Names were
-    checked (`check_file_name`) and sizes bounded (INPUT_LIMIT) when the request was read."""
-    try:
-        for name, content in request.files:
-            directory = os.path.dirname(name)
-            if directory:
-                os.makedirs(directory, exist_ok=True)
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-            write_all(fd, content)
-            os.close(fd)
-        if request.stdin is not None:
-            fd = os.memfd_create("stdin")
-            write_all(fd, request.stdin.encode())
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.dup2(fd, 0)
-            os.close(fd)
-    except BaseException:
-        os._exit(70)
-
-
-def _read_request(fd: int, runner: Runner) -> RunRequest:
-    """In a new fork: its request (checked by the worker already) and its compiled code, which the
-    runner adopts, from the memfd the worker wrote them into."""
-    try:
-        body, compiled = forkserver.read_request(fd)
-        request = request_message(body)
-        runner.adopt(request.source, compiled)
-        return request
-    except BaseException:
-        os._exit(70)
-
-
-def _send_forked(results: int, modules: int, message: dict[str, Any], recycle: bool) -> None:
-    """A fork's answer, its stamp unused (the worker waits for it). Which PRELOAD_ON_DEMAND modules the
-    fork holds is looked up only if it imported any module: the worker held `modules` at the fork."""
-    held = 0
-    if len(sys.modules) != modules:
-        held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
-    body = dumps(message)
-    write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + body))
 
 
 def _cpu_limit_death(status: int, cpu: float, limit: float) -> bool:
@@ -1031,78 +869,6 @@ def _deadline(request: Request, finished: float) -> float:
     return _started(request, finished) + request.wall_s
 
 
-def _remove_directory(path: str) -> None:
-    try:
-        os.rmdir(path)  # empty, as most programs leave it
-    except OSError:
-        _remove_tree(path)
-
-
-def _remove_tree(path: str) -> None:
-    """Remove what a program left, however deep: one directory open at a time, entries by name, no
-    recursion (shutil.rmtree recursed into a RecursionError on 3,000 nested folders, which ended the
-    worker; a path that deep is also past PATH_MAX). Each folder is read once. What cannot be removed
-    stays (`_own_directory` then refuses to reuse the name)."""
-    try:
-        fd = os.open(path, _DIRECTORY_FLAGS)
-    except OSError:
-        return
-    try:
-        pending = [_clear_files(fd)]  # per open level: its subfolders still to remove
-        names: list[str] = []  # each level's name in the level above
-        while True:
-            if pending[-1]:
-                name = pending[-1].pop()
-                child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
-                os.close(fd)
-                fd = child
-                names.append(name)
-                pending.append(_clear_files(fd))
-                continue
-            pending.pop()
-            if not names:
-                break
-            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = parent
-            os.rmdir(names.pop(), dir_fd=fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
-
-
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-
-
-def _clear_files(fd: int) -> list[str]:
-    """Unlink every entry of the open folder `fd` that is not a folder; return the folders' names."""
-    folders = []
-    with os.scandir(fd) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(entry.name)
-            else:
-                os.unlink(entry.name, dir_fd=fd)
-    return folders
-
-
-def _build_minimal_root(staging: str) -> bool:
-    """The worker's minimal root on `staging` (potrun's scratch folder for it, empty); False, and the
-    host's files seen as before, where it cannot be built (said on stderr)."""
-    reveal = [*namespace.python_installation(), *namespace.loaded_library_directories()]
-    try:
-        return namespace.build_minimal_root(staging, reveal, isolation.SCRATCH_OPTIONS)
-    except OSError as exc:
-        print(f"potrun worker: no minimal root ({exc}): programs see the host's files", file=sys.stderr)
-        isolation.unmount(staging)
-        return False
-
-
 def _fixed_hostname() -> bool:
     """Is the machine's name potrun's fixed one (a container named by `docker.container_options`)?"""
     return os.uname().nodename.encode() == isolation.HOSTNAME
@@ -1114,25 +880,6 @@ def _oom_score() -> int:
             return int(score.read())
     except (OSError, ValueError):
         return 0
-
-
-def _temporary_directory() -> str:
-    import tempfile  # (it imports shutil)
-
-    folder = tempfile.mkdtemp(prefix="potrun-worker-")
-    tempfile.tempdir = None  # not inherited by forks: each program finds its own writable place, its folder
-    return folder
-
-
-def _empty_directory(path: str) -> None:
-    for entry in os.scandir(path):
-        if entry.is_dir(follow_symlinks=False):
-            _remove_tree(entry.path)
-        else:
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
 
 
 def main(argv: list[str] | None = None) -> int:
