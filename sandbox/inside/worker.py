@@ -35,7 +35,7 @@ from typing import Any
 from potrun.policies import POLICY_NAMES, get_policy
 from potrun.policies.pure import prepare_proxies
 from potrun.policies.restricted import close_sympy_escape_hatches
-from potrun.sandbox.inside import cputimer, seeding
+from potrun.sandbox.inside import cputimer
 from potrun.sandbox.inside.answers import (
     ANSWER,
     ANSWER_SLACK,
@@ -45,20 +45,18 @@ from potrun.sandbox.inside.answers import (
     RECYCLE,
     RESUME,
 )
+from potrun.sandbox.inside.containment import Containment
 from potrun.sandbox.inside.forked import read_request, run_one, send_forked, stage_inputs
 from potrun.sandbox.inside.forkserver import ForkServer, reap_status
 from potrun.sandbox.inside.runner import Runner, trusted_audit_hook
-from potrun.sandbox.inside.templates import MAX_TEMPLATES, Templates
+from potrun.sandbox.inside.templates import Templates
 from potrun.sandbox.inside.templates import profile as template_profile
 from potrun.sandbox.inside.templates import warm as warm_template
 from potrun.sandbox.inside.warm import serve_warm
-from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
+from potrun.sandbox.kernel import isolation, memcg, namespace
 from potrun.sandbox.kernel.scratch import (
-    build_minimal_root,
     empty_directory,
     remove_directory,
-    remove_tree,
-    temporary_directory,
 )
 from potrun.sandbox.wire.command import parse_options
 from potrun.sandbox.wire.protocol import (
@@ -99,7 +97,6 @@ PRELOAD = (
     "bisect",
     "copy",
 )
-MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
 WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
 # (only a lone request may be larger, and the runner, idle, reads it), so the worker always comes back
@@ -154,7 +151,7 @@ class RunnerProcess:
     server: ForkServer | None = None  # the server (fork server or template) that forked it and reaps it
 
 
-class Worker:
+class Worker(Containment):
     def __init__(
         self,
         uid_base: int | None,
@@ -164,90 +161,8 @@ class Worker:
         host_pid: int | None = None,
         pid_namespace: bool = False,
     ) -> None:
-        """`host_pid`: this worker's pid as potrun sees it (outside its PID namespace, if
-        `pid_namespace`); its cgroups and its runners' uid are named after it."""
-        seeding.install()  # before any import makes a generator
-        cputimer.default_signals()  # the CPU limits end a runner by the default actions of signals
-        for name in preload:
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                pass
-        isolation.scrub_environment()
-        self.host_pid = host_pid or os.getpid()
-        self.pid_namespace = pid_namespace
-        self.network_isolated = isolation.unshare_network()
-        # SysV shared memory, semaphores and queues: the worker's own namespace, emptied after each forked
-        # program (`remove_ipc_objects`), so that none is the host's, another worker's or a later program's.
-        self.ipc_isolated = isolation.unshare_ipc()
-        self.uts_isolated = isolation.unshare_uts()  # (a container's name is the engine's: a fixed one too)
-        self.subreaper = isolation.set_subreaper()
-        # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
-        # (the worker, its fork server, its warm runner and its templates above the program's own)
-        self.cgroup = isolation.PidsCgroup.try_create(
-            isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 3 + MAX_TEMPLATES
-        )
-        if self.cgroup is not None:
-            self.cgroup.enter()
-        self.memory = memcg.MemoryCgroup.try_create(memcg.cgroup_name(self.host_pid))
-        if self.memory is not None:
-            self.memory.enter()
-        else:  # a container: its own cgroup's limit holds, and its OOM kills are still told apart
-            self.memory = memcg.MemoryCgroup.watch_own()
-        # The OOM killer's last choice, the worker (lowering a score needs CAP_SYS_RESOURCE, which this
-        # machine's root may lack); each runner raises its own to the top, which needs nothing.
-        self.oom_protected = memcg.set_oom_score(memcg.OOM_SCORE_WORKER) or _oom_score() < memcg.OOM_SCORE_RUNNER
-        root = os.geteuid() == 0
-        # Given by potrun, which removes it even if this worker is killed; or our own.
-        self.scratch = scratch or temporary_directory()
-        self.minimal_root = False
-        if root and not scratch_is_private:
-            self.minimal_root = build_minimal_root(self.scratch)
-        if self.minimal_root:
-            self.scratch = namespace.SCRATCH
-            self.mounted_scratch = self.private_scratch = True
-        elif scratch_is_private:
-            # A container's /tmp is a small tmpfs of its own already, but world-writable (docker copies
-            # the image's 1777 onto it): a place where one program could leave notes for the next.
-            # Runners pass through it to their own folder, no more.
-            self.mounted_scratch = False
-            self.private_scratch = True
-            if root and not scratch:
-                os.chmod(os.path.dirname(self.scratch), 0o711)
-        else:  # on the host, mount one
-            self.mounted_scratch = isolation.mount_private_scratch(self.scratch)
-            self.private_scratch = self.mounted_scratch
-            if self.pid_namespace and self.mounted_scratch:
-                namespace.mount_own_proc()  # the host's /proc would show the host's processes as ours
-        self._children = isolation.ChildList()
-        # A root worker hands its runners an unprivileged uid of their own. Where Python is not
-        # readable by other users (it lives under /root), the worker's mount namespace opens the way to
-        # it (the minimal root does so by itself); failing that, runners keep the one capability of
-        # reading files.
-        self.uid = uid_base + self.host_pid if root and uid_base is not None else None
-        if self.uid is not None:
-            os.chmod(self.scratch, 0o711)  # runners pass through to their own folder in it, no more
-        if self.uid is not None and self.mounted_scratch and not isolation.python_reachable_by_others():
-            isolation.open_paths_to_others(isolation.python_paths())
-        read_anything = self.uid is not None and not isolation.python_reachable_by_others()
-        processes_capped = self.cgroup is not None or isolation.under_pids_limit()
-        # Each runner's OOM score is raised by the worker, just after the fork: in the fresh fork the
-        # same write cost ~80 us of page faults (6-20% of a fork's programs/s here).
-        self._raise_oom_score = self.memory is not None and self.oom_protected
-        self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
-        self.warm_scratch = self._own_directory("warm", self.entry.uid)  # emptied when the runner is replaced
-        self.fork_scratch = os.path.join(self.scratch, "fork")  # made for each forked program, then removed
-        # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute
-        # gains a capability.
-        if self.mounted_scratch and not self.minimal_root:
-            isolation.make_files_read_only(self.scratch)
-        if root:
-            isolation.limit_capabilities(keep=isolation.CAP_DAC_READ_SEARCH if read_anything else None)
-        # Out of its runners' reach even where they share its uid (a worker that is not root).
-        self.non_dumpable = isolation.set_non_dumpable()
-        # Last, since it refuses mounts and namespaces to the worker too; inherited by every fork for
-        # free (a system call pays ~40 ns more, a fork nothing).
-        self.seccomp = seccomp.install()
+        """Contain this process (`Containment`), then hold the state of its runners."""
+        super().__init__(uid_base, preload, scratch, scratch_is_private, host_pid, pid_namespace)
         self.warm: RunnerProcess | None = None
         self._warm_cpu = 0.0  # the warm runner's CPU time at its last answer (its own stamp)
         self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
@@ -277,21 +192,7 @@ class Worker:
         return self._templates
 
     def hello(self) -> dict[str, Any]:
-        capabilities = isolation.Capabilities(
-            network_namespace=self.network_isolated,
-            private_scratch=self.private_scratch,
-            read_only_files=bool(os.statvfs("/").f_flag & os.ST_RDONLY),
-            pids_cgroup=self.cgroup is not None,
-            drop_privileges=self.uid is not None,
-            reads_all_files=self.entry.read_anything,
-            subreaper=self.subreaper,
-            minimal_root=self.minimal_root,
-            pid_namespace=self.pid_namespace or os.getpid() == 1,  # (a container's init is ours too)
-            memory_cgroup=self.memory is not None and self.memory.owned,
-            non_dumpable=self.non_dumpable,
-            seccomp=self.seccomp,
-            uts_namespace=self.uts_isolated or _fixed_hostname(),
-        )
+        capabilities = self.capabilities()
         return {
             "op": "hello",
             "pid": os.getpid(),
@@ -791,16 +692,6 @@ class Worker:
         except BaseException:
             os._exit(70)
 
-    def _own_directory(self, name: str, uid: int | None) -> str:
-        """A new directory under the worker's scratch, owned by `uid` (a runner's) and closed to
-        every other (the warm runner's to forks, a fork's to the warm runner). One left behind (a
-        program made it impossible to remove) stops the worker, rather than be reused."""
-        path = os.path.join(self.scratch, name)
-        os.mkdir(path, 0o700)
-        if uid is not None:
-            os.chown(path, uid, uid)
-        return path
-
     def _stop_warm(self) -> None:
         if self.warm is not None:
             self._stop(self.warm)
@@ -828,17 +719,7 @@ class Worker:
             self._templates.close()
         if self._fork_server is not None:
             self._fork_server.close()
-        if self.subreaper:
-            isolation.kill_strays(set(), self._children)
-        self._children.close()
-        if not self.minimal_root:  # (a minimal root, its scratch included, goes with the namespace)
-            if self.mounted_scratch:
-                isolation.unmount(self.scratch)  # its files go with it
-            remove_tree(self.scratch)
-        if self.cgroup is not None:
-            self.cgroup.remove()
-        if self.memory is not None:
-            self.memory.close()  # (potrun removes the cgroup: the worker is still in it)
+        self.release()
 
     def _write(self, data: bytes) -> None:
         self.out.write(data)
@@ -867,19 +748,6 @@ def _started(request: Request, finished: float) -> float:
 
 def _deadline(request: Request, finished: float) -> float:
     return _started(request, finished) + request.wall_s
-
-
-def _fixed_hostname() -> bool:
-    """Is the machine's name potrun's fixed one (a container named by `docker.container_options`)?"""
-    return os.uname().nodename.encode() == isolation.HOSTNAME
-
-
-def _oom_score() -> int:
-    try:
-        with open("/proc/self/oom_score_adj", encoding="ascii") as score:
-            return int(score.read())
-    except (OSError, ValueError):
-        return 0
 
 
 def main(argv: list[str] | None = None) -> int:
