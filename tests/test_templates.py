@@ -122,7 +122,7 @@ EXTRA_PROFILES = {
 
 FRESH_RUNNER = """
 import json, sys
-from potrun.sandbox import values
+from potrun.sandbox.wire import values
 namespace = {"__name__": "__main__"}
 try:
     exec(compile(sys.stdin.read(), "<program>", "exec"), namespace)
