@@ -15,14 +15,23 @@ fresh fork cost a quarter of it) and the pipe for the answer, both as descriptor
 and the fork reads its request itself. The fork server reaps the fork (wait4: its CPU time and peak)
 and tells the worker; orphans of the fork still go to the worker, the subreaper.
 
-What it learns is limited to what it is told to do: fork under a policy, import a module that some
-program used. It runs as the worker's copy (root, non-dumpable), so a fork, another uid, cannot signal
-or read it, and it dies with the worker (PR_SET_PDEATHSIG).
+What it learns is limited to what it is told to do: fork under a policy, make a template. It runs as
+the worker's copy (root, non-dumpable), so a fork, another uid, cannot signal or read it, and it dies
+with the worker (PR_SET_PDEATHSIG).
+
+**Templates** (`templates`): a program that imports numpy, sympy or pandas forks from a copy of the fork
+server that already holds them, made on first need. The fork server forks the template (so it, too,
+has never held a program), the template imports the modules and warms their caches, says it is ready,
+and from then on serves forks exactly as the fork server does (this module's `_serve`, on its own
+socket). It is the fork server's child: it dies with it (PR_SET_PDEATHSIG), and the fork server's sweep
+of stray children spares it until the worker ends it (END: killed and reaped, so that its memory is
+given back before the worker counts it gone).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import socket
 import struct
 from collections.abc import Callable
@@ -31,13 +40,17 @@ from typing import NoReturn
 from potrun.sandbox.kernel import isolation
 from potrun.sandbox.wire.protocol import write_all
 
-FORK, IMPORTED, PID, EXIT, DONE = b"F", b"I", b"P", b"X", b"D"
+FORK, TEMPLATE, END, PID, EXIT, DONE, READY = b"F", b"T", b"E", b"P", b"X", b"D", b"R"
 _PID = struct.Struct("=i")  # a fork's pid, or -errno where the fork failed
 _EXIT = struct.Struct("=iidd")  # pid, wait status, CPU seconds, peak resident set in MB (-1: unknown)
 _MESSAGE_BYTES = 4096
+_RESTRICTED, _ANY = b"R", b"-"  # a template for restricted programs only, or for any
 _LENGTH = struct.Struct("=Q")  # the request's length, in the memfd before it and the compiled code
 
 Reaped = tuple[int, float, float | None]  # wait status, CPU seconds, peak MB
+ForkProgram = Callable[[str, int, int], int]  # (policy, request fd, result fd) -> the fork's pid
+# In a new template: import the modules, warm their caches (and, for restricted programs, prepare the policy).
+MakeTemplate = Callable[[list[str], bool], None]
 
 
 class ForkServer:
@@ -48,23 +61,44 @@ class ForkServer:
         self.pid = pid
 
     @classmethod
-    def start(
-        cls,
-        fork_program: Callable[[str, int, int], int],
-        import_modules: Callable[[list[str]], None],
-        keep_fd: int,
-    ) -> ForkServer:
+    def start(cls, fork_program: ForkProgram, make_template: MakeTemplate, keep_fd: int) -> ForkServer:
         """Fork the server from this process, as it is now. `fork_program(policy, request_fd,
-        result_fd)` runs in the server, forks, and returns the fork's pid; `import_modules` imports
-        modules there. `keep_fd` (/dev/null) becomes the server's stdin and stdout: it holds none of
-        the worker's pipes to potrun."""
+        result_fd)` runs in the server, forks, and returns the fork's pid; `make_template(modules,
+        restricted)` runs in a new template. `keep_fd` (/dev/null) becomes the server's stdin and stdout: it holds
+        none of the worker's pipes to potrun."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = isolation.fork()
         if pid == 0:
             ours.close()
-            _serve(theirs, fork_program, import_modules, keep_fd)
+            _serve(theirs, fork_program, make_template, keep_fd)
         theirs.close()
         return cls(ours, pid)
+
+    def start_template(self, modules: list[str], restricted: bool, timeout_s: float) -> ForkServer | None:
+        """A template of this (bare) server that holds `modules` (prepared for restricted programs
+        only, if `restricted`), once it said it is ready; None, and nothing left of it, when it did not
+        within `timeout_s` or failed."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        flag = _RESTRICTED if restricted else _ANY
+        try:
+            socket.send_fds(self._control, [TEMPLATE + flag + ",".join(modules).encode()], [theirs.fileno()])
+        finally:
+            theirs.close()
+        pid: int = _PID.unpack(self._receive(PID, _PID.size))[0]
+        if pid < 0:
+            ours.close()
+            return None
+        template = ForkServer(ours, pid)
+        if not select.select([ours], [], [], timeout_s)[0] or ours.recv(_MESSAGE_BYTES) != READY:
+            self.end_template(template)
+            return None
+        return template
+
+    def end_template(self, template: ForkServer) -> None:
+        """Kill a template this server made and reap it: its memory is given back when this returns."""
+        template._control.close()
+        self._control.send(END + _PID.pack(template.pid))
+        self._receive(DONE, 0)
 
     def fork(self, policy: str, request: bytes, compiled: bytes, result_fd: int) -> int:
         """A fork that reads `request` (a run request's frame body) and its program's `compiled` code
@@ -87,10 +121,6 @@ class ForkServer:
             if got == pid:
                 return status, cpu, (peak if peak >= 0 else None)
 
-    def import_modules(self, names: list[str]) -> None:
-        self._control.send(IMPORTED + ",".join(names).encode())
-        self._receive(DONE, 0)
-
     def close(self) -> None:
         """End the server (it reads the end of its socket) and reap it."""
         self._control.close()
@@ -111,19 +141,16 @@ class ForkServer:
                 raise ConnectionError(f"the fork server answered {message[:16]!r}")
 
 
-def _serve(
-    control: socket.socket,
-    fork_program: Callable[[str, int, int], int],
-    import_modules: Callable[[list[str]], None],
-    keep_fd: int,
-) -> NoReturn:
-    """The server's life: one request at a time, until the worker closes its end."""
+def _serve(control: socket.socket, fork_program: ForkProgram, make_template: MakeTemplate, keep_fd: int) -> NoReturn:
+    """The server's life (the fork server's, or a template's): one request at a time, until the worker
+    closes its end."""
     code = 0
     try:
         isolation.die_with_parent()
         os.dup2(keep_fd, 0)
         os.dup2(keep_fd, 1)
-        children = isolation.ChildList()  # its forks, and any other child a fork made it have
+        children = isolation.ChildList()  # its forks, its templates, and any other child a fork made it have
+        templates: set[int] = set()
         while True:
             message, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 2)
             if not message:
@@ -136,19 +163,53 @@ def _serve(
                     status, cpu, peak = reap_status(pid)
                     # A sibling a fork made with clone(CLONE_PARENT), where no seccomp filter refuses
                     # it, is this server's child, out of the worker's sweep: it goes with the fork.
-                    isolation.kill_strays(set(), children)
+                    isolation.kill_strays(templates, children)
                     control.send(EXIT + _EXIT.pack(pid, status, cpu, -1.0 if peak is None else peak))
+                continue
+            if kind == TEMPLATE and len(fds) == 1:
+                modules, restricted = rest[1:].decode().split(","), rest[:1] == _RESTRICTED
+                pid = _fork_template(control, fds[0], modules, restricted, fork_program, make_template, keep_fd)
+                templates.add(pid)
+                control.send(PID + _PID.pack(pid))
                 continue
             for fd in fds:
                 os.close(fd)
-            if kind != IMPORTED:
+            if kind != END or len(rest) != _PID.size:
                 raise ValueError(f"not a fork server request: {kind!r}")
-            import_modules(rest.decode().split(","))
+            (pid,) = _PID.unpack(rest)
+            if pid in templates:
+                templates.discard(pid)
+                isolation.kill_group(pid)
+                reap_status(pid)
             control.send(DONE)
     except BaseException:
         code = 70
     finally:
         os._exit(code)
+
+
+def _fork_template(
+    control: socket.socket,
+    fd: int,
+    modules: list[str],
+    restricted: bool,
+    fork_program: ForkProgram,
+    make_template: MakeTemplate,
+    keep_fd: int,
+) -> int:
+    """Fork a template on the socket `fd`: it makes itself (`make_template`), says READY, and serves."""
+    pid = isolation.fork()
+    if pid == 0:
+        try:
+            control.close()  # the fork server's end: the template hears the worker on its own only
+            own = socket.socket(fileno=fd)
+            make_template(modules, restricted)
+            own.send(READY)
+            _serve(own, fork_program, make_template, keep_fd)
+        finally:
+            os._exit(70)
+    os.close(fd)
+    return pid
 
 
 def _fork(fork_program: Callable[[str, int, int], int], policy: str, request_fd: int, result_fd: int) -> int:

@@ -220,21 +220,22 @@ class Runner:
         self._base_depth: int | None = None  # frames below the program's, measured at its first run
         self.last_wall_s = 0.0  # the wall time of the last program that answered
 
-    def compiled(self, source: str) -> bytes:
-        """A program compiled ahead, in the worker, for the fork that will run it (`adopt`), marshalled:
+    def compiled(self, source: str) -> tuple[bytes, types.CodeType | None]:
+        """A program compiled ahead, in the worker, for the fork that will run it (`adopt`), marshalled,
+        and the code itself (the worker reads which template the fork needs from it, `templates`):
         compiling in a fresh fork pays a page fault for nearly every object the compiler touches (a
         quarter of a fork's cost), loading the code far fewer. Small sources only, so that compiling
-        outside the program's limits stays cheap; b"" where it fails: the fork compiles it and
+        outside the program's limits stays cheap; (b"", None) where it fails: the fork compiles it and
         reports the error as the program's."""
         if not COMPILE_AHEAD or len(source) > PREPARE_LIMIT:
-            return b""
+            return b"", None
         try:
             code = self._compile(source)[0]
         except Exception:
-            return b""
+            return b"", None
         self._compiled.clear()  # the worker keeps none
         self._compiled_chars = 0
-        return marshal.dumps(code)
+        return marshal.dumps(code), code
 
     def adopt(self, source: str, compiled: bytes) -> None:
         """In a fork: take the code the worker compiled for `source` (`compiled`), if any."""

@@ -5,7 +5,8 @@ its own PID namespace, an empty network namespace, a subreaper, pids and memory 
 root, non-dumpable, a seccomp filter, where the machine has them), then reads run requests as frames
 on stdin and answers on stdout. It never runs a program itself: each program runs in a runner forked
 from it (the warm runner) or from its fork server (`forkserver`: a copy of it that never holds a
-program), so that the worker can enforce the limits from outside. The CPU limit, which decides a timeout,
+program; or from a template of it that holds the heavy modules the program imports: `templates`), so
+that the worker can enforce the limits from outside. The CPU limit, which decides a timeout,
 is the runner's CPU timer (`cputimer`: the kernel ends the runner with SIGPROF at it), with RLIMIT_CPU
 behind it; the wall-clock limit, a safety net several times wider, is SIGKILL of the runner's process
 group; memory is the memory cgroup over all of a
@@ -18,7 +19,6 @@ fresh fork: a few milliseconds.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import functools
 import gc
 import importlib
@@ -26,19 +26,39 @@ import math
 import os
 import select
 import signal
-import struct
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from potrun.policies import get_policy
-from potrun.policies.pure import guard_addresses, on_unproven, prepare_proxies
-from potrun.sandbox.inside import cputimer, forkserver, seeding
+from potrun.policies import POLICY_NAMES, get_policy
+from potrun.policies.pure import prepare_proxies
+from potrun.policies.restricted import close_sympy_escape_hatches
+from potrun.sandbox.inside import cputimer
+from potrun.sandbox.inside.answers import (
+    ANSWER,
+    ANSWER_SLACK,
+    NEEDS_FORK,
+    NUMPY,
+    READ_SIZE,
+    RECYCLE,
+    RESUME,
+)
+from potrun.sandbox.inside.containment import Containment
+from potrun.sandbox.inside.forked import read_request, run_one, send_forked, stage_inputs
 from potrun.sandbox.inside.forkserver import ForkServer, reap_status
-from potrun.sandbox.inside.runner import AuditHook, Runner, trusted_audit_hook
-from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
+from potrun.sandbox.inside.runner import Runner, trusted_audit_hook
+from potrun.sandbox.inside.templates import Templates
+from potrun.sandbox.inside.templates import profile as template_profile
+from potrun.sandbox.inside.templates import warm as warm_template
+from potrun.sandbox.inside.warm import serve_warm
+from potrun.sandbox.kernel import isolation, memcg, namespace
+from potrun.sandbox.kernel.scratch import (
+    empty_directory,
+    remove_directory,
+)
+from potrun.sandbox.wire.command import parse_options
 from potrun.sandbox.wire.protocol import (
     EXIT,
     RUN_TIERED,
@@ -50,7 +70,6 @@ from potrun.sandbox.wire.protocol import (
     check_result,
     checked_result,
     decode,
-    dumps,
     encode,
     encode_result,
     frame,
@@ -78,41 +97,13 @@ PRELOAD = (
     "bisect",
     "copy",
 )
-# Allowed modules that a worker imports only once its programs need them, outside any program's limits:
-# every module a worker holds makes each of its forks dearer (numpy doubles the memory a fork copies
-# and its exit unmaps: a worker holding it forks markedly slower, docs/performance.md), and most programs
-# never use it. numpy, numpy.linalg and numpy.random (NUMPY) come before a warm runner starts, or before a
-# fork whose program names numpy (numpy.random with them, so that its global generator is always the
-# worker's, seeded per program: one imported by the fork itself would draw its seed at another point of
-# the stream); any of these once a fork reports that its program imported it.
-NUMPY = ("numpy", "numpy.linalg", "numpy.random")
-PRELOAD_ON_DEMAND = (*NUMPY, "numpy.fft", "numpy.polynomial")
-MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
 WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
 # (only a lone request may be larger, and the runner, idle, reads it), so the worker always comes back
 # to read answers, and a runner blocked on writing a large answer cannot block it in turn.
 WARM_QUEUE_BYTES = 32 * 1024
-# Bytes asked of one read: a pipe holds 64 KiB, so asking more gains nothing, and a 1 MiB buffer costs
-# an mmap, page faults and an munmap on every read (more than the read itself).
-READ_SIZE = 1 << 16
 POLL_S = 0.002  # how often, at most, the worker looks for a warm runner's answers while they flow...
 SMALL_ANSWER = WARM_QUEUE_BYTES // WARM_QUEUE  # ...if they are no larger than this (bytes, on average)
-# A runner's answer to the worker: its flags (RECYCLE: the runner must be replaced; NEEDS_FORK: a warm
-# runner may not run the program, and there is no result), when it finished the program
-# (time.perf_counter: one clock for the worker and the runners it forks), the CPU time it had used
-# then (a warm runner's: what its next program's CPU time is counted from, should it be killed), and
-# which PRELOAD_ON_DEMAND modules it holds (a bit each); then the JSON result.
-_ANSWER = struct.Struct(">BddB")
-RECYCLE, NEEDS_FORK = 1, 2
-RESUME = b""  # the frame body that lets a warm runner go on after it answered NEEDS_FORK
-# The largest answer a runner may send: a value of the output limit, every character escaped (\uXXXX),
-# and the other fields.
-ANSWER_SLACK = 64 * 1024
-FIONREAD = 0x541B  # termios.FIONREAD on Linux: bytes waiting in a pipe
-# Room to spare for an answer to be sure it does not wait: its framing, and a page, since the pipe
-# keeps its bytes in whole pages.
-_ANSWER_MARGIN = 4 + _ANSWER.size + 4096
 # A runner's death by one of these is its CPU limit (the timer's SIGPROF; RLIMIT_CPU's SIGXCPU, or
 # SIGKILL where soft = hard) when its rusage shows at least CPU_CONFIRM of the limit: the exact timer
 # ends it at or just past the limit; the setitimer fallback (`cputimer`) counts by the tick, and was
@@ -120,10 +111,6 @@ _ANSWER_MARGIN = 4 + _ANSWER.size + 4096
 CPU_LIMIT_SIGNALS = frozenset({cputimer.SIGNAL, signal.SIGXCPU, signal.SIGKILL})
 CPU_CONFIRM = 0.8
 _WARM, _FORK = Isolation.WARM.value, Isolation.FORK.value  # the tiers, as a result names them
-# When a warm runner measures its own footprint (`memcg.Footprint`): after a program of this wall time or
-# more (filling memcg.WARM_MARGIN_BYTES takes longer: page faults and zeroing), and every this many.
-FOOTPRINT_AFTER_S = 0.0005
-FOOTPRINT_EVERY = 64
 
 
 class Request:
@@ -161,9 +148,10 @@ class RunnerProcess:
     key: tuple[Any, ...]
     reader: FrameReader = field(default_factory=FrameReader)
     warm: bool = False
+    server: ForkServer | None = None  # the server (fork server or template) that forked it and reaps it
 
 
-class Worker:
+class Worker(Containment):
     def __init__(
         self,
         uid_base: int | None,
@@ -173,88 +161,8 @@ class Worker:
         host_pid: int | None = None,
         pid_namespace: bool = False,
     ) -> None:
-        """`host_pid`: this worker's pid as potrun sees it (outside its PID namespace, if
-        `pid_namespace`); its cgroups and its runners' uid are named after it."""
-        seeding.install()  # before any import makes a generator
-        cputimer.default_signals()  # the CPU limits end a runner by the default actions of signals
-        for name in preload:
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                pass
-        isolation.scrub_environment()
-        self.host_pid = host_pid or os.getpid()
-        self.pid_namespace = pid_namespace
-        self.network_isolated = isolation.unshare_network()
-        # SysV shared memory, semaphores and queues: the worker's own namespace, emptied after each forked
-        # program (`remove_ipc_objects`), so that none is the host's, another worker's or a later program's.
-        self.ipc_isolated = isolation.unshare_ipc()
-        self.uts_isolated = isolation.unshare_uts()  # (a container's name is the engine's: a fixed one too)
-        self.subreaper = isolation.set_subreaper()
-        # The worker joins its cgroups itself: runners inherit them at fork, with no per-fork migration.
-        # (the worker, its fork server and its warm runner above the program's own)
-        self.cgroup = isolation.PidsCgroup.try_create(isolation.pids_cgroup_name(self.host_pid), MAX_PROCESSES + 3)
-        if self.cgroup is not None:
-            self.cgroup.enter()
-        self.memory = memcg.MemoryCgroup.try_create(memcg.cgroup_name(self.host_pid))
-        if self.memory is not None:
-            self.memory.enter()
-        else:  # a container: its own cgroup's limit holds, and its OOM kills are still told apart
-            self.memory = memcg.MemoryCgroup.watch_own()
-        # The OOM killer's last choice, the worker (lowering a score needs CAP_SYS_RESOURCE, which this
-        # machine's root may lack); each runner raises its own to the top, which needs nothing.
-        self.oom_protected = memcg.set_oom_score(memcg.OOM_SCORE_WORKER) or _oom_score() < memcg.OOM_SCORE_RUNNER
-        root = os.geteuid() == 0
-        # Given by potrun, which removes it even if this worker is killed; or our own.
-        self.scratch = scratch or _temporary_directory()
-        self.minimal_root = False
-        if root and not scratch_is_private:
-            self.minimal_root = _build_minimal_root(self.scratch)
-        if self.minimal_root:
-            self.scratch = namespace.SCRATCH
-            self.mounted_scratch = self.private_scratch = True
-        elif scratch_is_private:
-            # A container's /tmp is a small tmpfs of its own already, but world-writable (docker copies
-            # the image's 1777 onto it): a place where one program could leave notes for the next.
-            # Runners pass through it to their own folder, no more.
-            self.mounted_scratch = False
-            self.private_scratch = True
-            if root and not scratch:
-                os.chmod(os.path.dirname(self.scratch), 0o711)
-        else:  # on the host, mount one
-            self.mounted_scratch = isolation.mount_private_scratch(self.scratch)
-            self.private_scratch = self.mounted_scratch
-            if self.pid_namespace and self.mounted_scratch:
-                namespace.mount_own_proc()  # the host's /proc would show the host's processes as ours
-        self._children = isolation.ChildList()
-        # A root worker hands its runners an unprivileged uid of their own. Where Python is not
-        # readable by other users (it lives under /root), the worker's mount namespace opens the way to
-        # it (the minimal root does so by itself); failing that, runners keep the one capability of
-        # reading files.
-        self.uid = uid_base + self.host_pid if root and uid_base is not None else None
-        if self.uid is not None:
-            os.chmod(self.scratch, 0o711)  # runners pass through to their own folder in it, no more
-        if self.uid is not None and self.mounted_scratch and not isolation.python_reachable_by_others():
-            isolation.open_paths_to_others(isolation.python_paths())
-        read_anything = self.uid is not None and not isolation.python_reachable_by_others()
-        processes_capped = self.cgroup is not None or isolation.under_pids_limit()
-        # Each runner's OOM score is raised by the worker, just after the fork: in the fresh fork the
-        # same write would cost page faults, a noticeable share of a fork's throughput.
-        self._raise_oom_score = self.memory is not None and self.oom_protected
-        self.entry = isolation.RunnerEntry(self.uid, read_anything, processes_capped)
-        self.warm_scratch = self._own_directory("warm", self.entry.uid)  # emptied when the runner is replaced
-        self.fork_scratch = os.path.join(self.scratch, "fork")  # made for each forked program, then removed
-        # Runners may write their scratch only (not even world-writable /tmp), and nothing they execute
-        # gains a capability.
-        if self.mounted_scratch and not self.minimal_root:
-            isolation.make_files_read_only(self.scratch)
-        if root:
-            isolation.limit_capabilities(keep=isolation.CAP_DAC_READ_SEARCH if read_anything else None)
-        # Out of its runners' reach even where they share its uid (a worker that is not root).
-        self.non_dumpable = isolation.set_non_dumpable()
-        # Last, since it refuses mounts and namespaces to the worker too; inherited by every fork for
-        # free (a system call pays ~40 ns more, a fork nothing).
-        self.seccomp = seccomp.install()
+        """Contain this process (`Containment`), then hold the state of its runners."""
+        super().__init__(uid_base, preload, scratch, scratch_is_private, host_pid, pid_namespace)
         self.warm: RunnerProcess | None = None
         self._warm_cpu = 0.0  # the warm runner's CPU time at its last answer (its own stamp)
         self._fork_runners: dict[str, Runner] = {}  # by policy, made once: each fork runs its own copy
@@ -263,7 +171,8 @@ class Worker:
         # Everything imported so far lives as long as the worker: keep the collector off those pages,
         # so that runners forked from here copy fewer of them.
         gc.freeze()
-        self._fork_server: ForkServer | None = None  # started by `serve`
+        self._fork_server: ForkServer | None = None  # started by `serve`...
+        self._templates: Templates | None = None  # ...with the registry of its templates
         self.out = sys.stdout.buffer
         self._oom_kills = 0
         if self.memory is not None:
@@ -276,22 +185,14 @@ class Worker:
             raise RuntimeError("the fork server starts with serve()")
         return self._fork_server
 
+    @property
+    def templates(self) -> Templates:
+        if self._templates is None:
+            raise RuntimeError("the templates start with serve()")
+        return self._templates
+
     def hello(self) -> dict[str, Any]:
-        capabilities = isolation.Capabilities(
-            network_namespace=self.network_isolated,
-            private_scratch=self.private_scratch,
-            read_only_files=bool(os.statvfs("/").f_flag & os.ST_RDONLY),
-            pids_cgroup=self.cgroup is not None,
-            drop_privileges=self.uid is not None,
-            reads_all_files=self.entry.read_anything,
-            subreaper=self.subreaper,
-            minimal_root=self.minimal_root,
-            pid_namespace=self.pid_namespace or os.getpid() == 1,  # (a container's init is ours too)
-            memory_cgroup=self.memory is not None and self.memory.owned,
-            non_dumpable=self.non_dumpable,
-            seccomp=self.seccomp,
-            uts_namespace=self.uts_isolated or _fixed_hostname(),
-        )
+        capabilities = self.capabilities()
         return Hello(
             pid=os.getpid(),
             host_pid=self.host_pid,
@@ -310,7 +211,8 @@ class Worker:
         # Before any request: every forked program is forked from this copy of the worker, which never
         # holds a program (`forkserver`). (Started from here, a plain call from `main`, its forks have
         # as many frames under the program as the warm runner: the recursion depth is the same.)
-        self._fork_server = ForkServer.start(self._fork_program, self._import_here, self.entry.devnull)
+        self._fork_server = ForkServer.start(self._fork_program, self._make_template, self.entry.devnull)
+        self._templates = Templates(self._fork_server, self.memory)
         if self.memory is not None:
             self.memory.measure_baseline()  # with what the fork server holds
         self._write(encode(self.hello()))
@@ -438,7 +340,7 @@ class Worker:
                 self._stop_warm()
                 return self._protocol_violation(inflight.popleft().message, exc, _WARM), True, now
             for body in bodies:
-                flags, stamp, cpu, _ = _ANSWER.unpack_from(body)
+                flags, stamp, cpu, _ = ANSWER.unpack_from(body)
                 head = inflight.popleft()
                 finished = min(stamp, now)
                 if math.isfinite(cpu):
@@ -450,7 +352,7 @@ class Worker:
                         return b"", True, time.perf_counter()
                     finished = self._resume_warm()
                 else:
-                    out.append(frame(body[_ANSWER.size :]))
+                    out.append(frame(body[ANSWER.size :]))
                 if flags & RECYCLE:
                     self._stop_warm()
                     return b"".join(out), True, finished
@@ -505,7 +407,7 @@ class Worker:
                     return self._forked_answer(bodies[0], message, peak)
         finally:
             self._clean_strays()
-            _remove_directory(scratch)
+            remove_directory(scratch)
             if self.ipc_isolated:
                 isolation.remove_ipc_objects()
 
@@ -549,18 +451,16 @@ class Worker:
         """A fork's answer, as potrun gets it: whatever bytes the fork wrote, only this request's result
         comes of them (its own id, a status a program can earn, plain bounded fields)."""
         try:
-            if len(body) < _ANSWER.size:
+            if len(body) < ANSWER.size:
                 raise ProtocolError("an answer shorter than its prefix")
-            held = _ANSWER.unpack_from(body)[3]
             checked = check_result(
-                decode(body[_ANSWER.size :]),
+                decode(body[ANSWER.size :]),
                 request_id=request.id,
                 from_runner=True,
                 output_bytes=request.limits.output_bytes,
             )
         except ProtocolError as exc:
             return self._protocol_violation(request, exc, _FORK)
-        self._import(tuple(name for bit, name in enumerate(PRELOAD_ON_DEMAND) if held >> bit & 1))
         result = dataclasses.replace(checked_result(checked), isolation=_FORK, peak_rss_mb=peak)
         return encode_result(request.id, result)
 
@@ -609,7 +509,7 @@ class Worker:
         program's (its peak counts the pre-imported interpreter's pages it touched). A warm runner ran
         many: its CPU time counts since its last answer, and its peak, which the kernel keeps one of per
         process, is not this program's (None)."""
-        status, used, peak = reap_status(runner.pid) if runner.warm else self.forks.reap(runner.pid)
+        status, used, peak = reap_status(runner.pid) if runner.server is None else runner.server.reap(runner.pid)
         self._forget(runner)
         if runner.warm:
             return status, max(0.0, used - self._warm_cpu), None
@@ -672,8 +572,8 @@ class Worker:
         if pid == 0:
             os.close(request_write)
             os.close(result_read)
-            self._enter_runner(request, self.warm_scratch, (request_read, result_write), fork=False)
-            _serve_warm(request_read, result_write)  # whatever the request's policy: it runs only what is proven pure
+            self._enter_runner(request, self.warm_scratch, (request_read, result_write), False, memcg.address_space())
+            serve_warm(request_read, result_write)  # whatever the request's policy: it runs only what is proven pure
         os.close(request_read)
         os.close(result_write)
         os.set_blocking(result_read, False)  # the worker looks for answers without waiting for them
@@ -681,15 +581,24 @@ class Worker:
         return RunnerProcess(pid, request_write, result_read, key, FrameReader(_answer_limit(request)), warm=True)
 
     def _fork(self, request: Request) -> RunnerProcess:
-        """A fork that runs this one program, made by the fork server: it reads its request itself."""
+        """A fork that runs this one program, made by the fork server or by the template that holds what
+        the program imports (`templates`): it reads its request itself."""
         message = request.message
-        if "numpy" in message.source:
-            self._import(NUMPY)
+        compiled, code = self._fork_runner(message.policy).compiled(message.source)
+        modules = template_profile(code, get_policy(message.policy), message.source)
+        server = self.templates.server_for(modules, message.limits.memory_mb, request.wall_s)
         result_read, result_write = os.pipe()
         self._limit_memory(message)
         try:
-            compiled = self._fork_runner(message.policy).compiled(message.source)
-            pid = self.forks.fork(message.policy, request.body, compiled, result_write)
+            try:
+                pid = server.fork(message.policy, request.body, compiled, result_write)
+            except ConnectionError:
+                if server is self.forks:
+                    raise
+                self.templates.drop(server)  # it died: the program forks bare, and imports what it needs
+                self._limit_memory(message)
+                server = self.forks
+                pid = server.fork(message.policy, request.body, compiled, result_write)
         except BaseException:
             os.close(result_read)
             raise
@@ -697,7 +606,7 @@ class Worker:
             os.close(result_write)
         if self._raise_oom_score:
             memcg.raise_oom_score(pid)
-        return RunnerProcess(pid, -1, result_read, (), FrameReader(_answer_limit(message)))
+        return RunnerProcess(pid, -1, result_read, (), FrameReader(_answer_limit(message)), server=server)
 
     def _fork_program(self, policy: str, request_fd: int, result_write: int) -> int:
         """In the fork server: fork a runner for one program, on its copy of the policy's runner.
@@ -708,32 +617,44 @@ class Worker:
         worker."""
         runner = self._fork_runner(policy)
         hook = None if runner.guards is not None else self._trusted_hook
+        address_space = memcg.address_space()  # what the fork holds before its program: not the program's
         pid = isolation.fork()
         if pid == 0:
-            request = _read_request(request_fd, runner)
-            runner.send = functools.partial(_send_forked, result_write, len(sys.modules))
-            self._enter_runner(request, self.fork_scratch, (result_write,), fork=True)
+            request = read_request(request_fd, runner)
+            runner.send = functools.partial(send_forked, result_write, len(sys.modules))
+            self._enter_runner(request, self.fork_scratch, (result_write,), True, address_space)
             if request.stdin is not None or request.files:
-                _stage_inputs(request)
-            _run_one(runner, request, hook)
+                stage_inputs(request)
+            run_one(runner, request, hook)
         return pid
 
     def _import(self, names: tuple[str, ...]) -> None:
-        """Import modules of PRELOAD_ON_DEMAND, here and in the fork server, so that the next runners
-        have them already."""
+        """Import modules of NUMPY here, for the warm runner (never in the fork server: `templates`)."""
         missing = [name for name in names if name not in sys.modules]
         if missing:
             self._import_here(missing)
-            self.forks.import_modules(missing)
             if self.memory is not None and self.warm is None:
                 self.memory.measure_baseline()  # what the import holds is the worker's, not a program's
 
     def _import_here(self, names: list[str]) -> None:
-        """Import modules in this process (the worker, or the fork server). The fork runners are made
+        """Import modules in this process (the worker, or a new template). The fork runners are made
         again, so that their guards start from what is imported now."""
         for name in names:
             importlib.import_module(name)
         self._fork_runners.clear()
+        gc.freeze()
+
+    def _make_template(self, modules: list[str], restricted: bool) -> None:
+        """In a new template (a fork of the fork server): import the modules, warm their caches, make the
+        fork runners, and keep the collector off all of it, so that its forks copy fewer pages. One for
+        restricted programs only closes sympy's escape hatches once, here, for all its forks."""
+        self._import_here(modules)
+        warm_template(modules)
+        if restricted:
+            close_sympy_escape_hatches()
+        for policy in POLICY_NAMES:
+            self._fork_runner(policy)
+        gc.collect()
         gc.freeze()
 
     def _limit_memory(self, request: RunRequest) -> None:
@@ -758,23 +679,16 @@ class Worker:
             self._fork_runners[policy] = Runner(get_policy(policy))
         return self._fork_runners[policy]
 
-    def _enter_runner(self, request: RunRequest, cwd: str, keep_fds: tuple[int, ...], fork: bool) -> None:
+    def _enter_runner(
+        self, request: RunRequest, cwd: str, keep_fds: tuple[int, ...], fork: bool, address_space: int
+    ) -> None:
         """In a new runner: enter its sandbox. Returns only to run programs: the runner never comes
-        back to the worker's code, whatever happens (os._exit)."""
+        back to the worker's code, whatever happens (os._exit). `address_space`: the bytes it was
+        forked with, which its RLIMIT_AS adds to the program's memory limit."""
         try:
-            self.entry.enter(cwd, request.limits.to_wire(), keep_fds, fork)
+            self.entry.enter(cwd, request.limits.to_wire(), keep_fds, fork, address_space)
         except BaseException:
             os._exit(70)
-
-    def _own_directory(self, name: str, uid: int | None) -> str:
-        """A new directory under the worker's scratch, owned by `uid` (a runner's) and closed to
-        every other (the warm runner's to forks, a fork's to the warm runner). One left behind (a
-        program made it impossible to remove) stops the worker, rather than be reused."""
-        path = os.path.join(self.scratch, name)
-        os.mkdir(path, 0o700)
-        if uid is not None:
-            os.chown(path, uid, uid)
-        return path
 
     def _stop_warm(self) -> None:
         if self.warm is not None:
@@ -795,174 +709,19 @@ class Worker:
                 pass
         if self.warm is runner:
             self.warm = None
-            _empty_directory(self.warm_scratch)
+            empty_directory(self.warm_scratch)
 
     def close(self) -> None:
         self._stop_warm()
+        if self._templates is not None:
+            self._templates.close()
         if self._fork_server is not None:
             self._fork_server.close()
-        if self.subreaper:
-            isolation.kill_strays(set(), self._children)
-        self._children.close()
-        if not self.minimal_root:  # (a minimal root, its scratch included, goes with the namespace)
-            if self.mounted_scratch:
-                isolation.unmount(self.scratch)  # its files go with it
-            _remove_tree(self.scratch)
-        if self.cgroup is not None:
-            self.cgroup.remove()
-        if self.memory is not None:
-            self.memory.close()  # (potrun removes the cgroup: the worker is still in it)
+        self.release()
 
     def _write(self, data: bytes) -> None:
         self.out.write(data)
         self.out.flush()
-
-
-class AnswerPipe:
-    """The runner's end of the pipe that carries its answers to the worker.
-
-    Each answer is stamped with the time the runner was done with the program, which is when it
-    starts the next one: the worker reads answers only every POLL_S, and counts the next program's
-    time from the stamp. An answer that may have to wait for room in the pipe (the worker being slow
-    to read) gets no stamp (infinity), since that wait would be the next program's time: the worker
-    then counts from when it read the answer."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        try:
-            self.capacity = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
-        except OSError:
-            self.capacity = 0  # unknown: no stamps
-        self._unread = bytearray(4)
-
-    def send(self, body: bytes, flags: int, cpu: float) -> None:
-        """`cpu`: the runner's CPU time when it ended the program (no later than now)."""
-        stamp = time.perf_counter() if self._room() >= len(body) + _ANSWER_MARGIN else math.inf
-        write_all(self.fd, frame(_ANSWER.pack(flags, stamp, cpu, 0) + body))
-
-    def _room(self) -> int:
-        fcntl.ioctl(self.fd, FIONREAD, self._unread, True)  # bytes the worker has not read yet
-        return self.capacity - int.from_bytes(self._unread, sys.byteorder)
-
-
-def _serve_warm(requests: int, results: int) -> None:
-    """A warm runner's life: run the pure programs that come, answer the others with NEEDS_FORK, until
-    told to stop or replaced."""
-    answers = AnswerPipe(results)
-    runner: Runner | None = None
-
-    def send(message: dict[str, Any], recycle: bool) -> None:
-        answers.send(dumps(message), RECYCLE if recycle else 0, runner.cpu_used)  # type: ignore[union-attr]
-
-    code = 0
-    try:
-        memcg.tune_malloc()
-        runner = Runner(None, send=send)
-
-        def stop_unproven(reason: str) -> None:  # the program reached what its proof did not cover
-            runner.stop_for_fork()
-            answers.send(b"", NEEDS_FORK | RECYCLE, time.process_time())
-            os._exit(0)
-
-        on_unproven(stop_unproven)
-        guard_addresses()  # (where it cannot, the warm tier is closed: `warm_tier_refusal`, and potrun forks)
-        footprint = memcg.Footprint()
-        checked = 0
-        reader = FrameReader()
-        queue: deque[bytes] = deque()
-        paused = False  # after NEEDS_FORK, until the worker's RESUME: the fork runs alone
-        while True:
-            if paused or not queue:
-                data = os.read(requests, READ_SIZE)
-                if not data:
-                    return
-                for body in reader.feed(data):
-                    if body == RESUME:
-                        paused = False
-                    else:
-                        queue.append(body)
-                continue
-            request = request_message(queue.popleft())
-            result, recycle = runner.run(request)
-            # What the program left (a heap glibc keeps, fragments) must not decide a later one's verdict:
-            # looked at after a program that took long enough to have touched the margin's worth of memory
-            # (zeroing 24 MB takes longer), and every FOOTPRINT_EVERY programs for slow growth: the look
-            # costs a fraction of a quick GSM8K program. The worker looks again before each fork (the cgroup).
-            checked += 1
-            if not recycle and (runner.last_wall_s > FOOTPRINT_AFTER_S or checked % FOOTPRINT_EVERY == 0):
-                recycle = footprint.over_margin()
-            if result is None:  # for a fork; after a memory verdict, this runner is replaced too
-                answers.send(b"", NEEDS_FORK | (RECYCLE if recycle else 0), time.process_time())
-                if recycle:
-                    return
-                paused = True
-                continue
-            send(result, recycle)
-            if recycle:
-                return
-    except BaseException:
-        code = 70
-    finally:
-        os._exit(code)
-
-
-def _run_one(runner: Runner, request: RunRequest, audit_hook: AuditHook | None) -> None:
-    """A fork's life: one program, one answer (`runner.send`, set by the worker: `_send_forked`)."""
-    code = 0
-    try:
-        if audit_hook is not None:
-            sys.addaudithook(audit_hook)
-        result, recycle = runner.run(request)
-        runner.send(result, recycle)  # type: ignore[misc,arg-type]
-    except BaseException:
-        code = 70
-    finally:
-        os._exit(code)
-
-
-def _stage_inputs(request: RunRequest) -> None:
-    """In a fork that entered its sandbox: the request's files, written into its directory as the
-    program's own writes (its uid, its file size limit, its tmpfs), and its stdin, a memfd on
-    descriptor 0 (a real file: `sys.stdin`, `input()` and `os.read(0, n)` all read it). Names were
-    checked (`check_file_name`) and sizes bounded (INPUT_LIMIT) when the request was read."""
-    try:
-        for name, content in request.files:
-            directory = os.path.dirname(name)
-            if directory:
-                os.makedirs(directory, exist_ok=True)
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-            write_all(fd, content)
-            os.close(fd)
-        if request.stdin is not None:
-            fd = os.memfd_create("stdin")
-            write_all(fd, request.stdin.encode())
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.dup2(fd, 0)
-            os.close(fd)
-    except BaseException:
-        os._exit(70)
-
-
-def _read_request(fd: int, runner: Runner) -> RunRequest:
-    """In a new fork: its request (checked by the worker already) and its compiled code, which the
-    runner adopts, from the memfd the worker wrote them into."""
-    try:
-        body, compiled = forkserver.read_request(fd)
-        request = request_message(body)
-        runner.adopt(request.source, compiled)
-        return request
-    except BaseException:
-        os._exit(70)
-
-
-def _send_forked(results: int, modules: int, message: dict[str, Any], recycle: bool) -> None:
-    """A fork's answer, its stamp unused (the worker waits for it). Which PRELOAD_ON_DEMAND modules the
-    fork holds is looked up only if it imported any module: the worker held `modules` at the fork."""
-    held = 0
-    if len(sys.modules) != modules:
-        held = sum(1 << bit for bit, name in enumerate(PRELOAD_ON_DEMAND) if name in sys.modules)
-    body = dumps(message)
-    write_all(results, frame(_ANSWER.pack(RECYCLE if recycle else 0, math.inf, math.nan, held) + body))
 
 
 def _cpu_limit_death(status: int, cpu: float, limit: float) -> bool:
@@ -989,118 +748,12 @@ def _deadline(request: Request, finished: float) -> float:
     return _started(request, finished) + request.wall_s
 
 
-def _remove_directory(path: str) -> None:
-    try:
-        os.rmdir(path)  # empty, as most programs leave it
-    except OSError:
-        _remove_tree(path)
-
-
-def _remove_tree(path: str) -> None:
-    """Remove what a program left, however deep: one directory open at a time, entries by name, no
-    recursion (shutil.rmtree recursed into a RecursionError on 3,000 nested folders, which ended the
-    worker; a path that deep is also past PATH_MAX). Each folder is read once. What cannot be removed
-    stays (`_own_directory` then refuses to reuse the name)."""
-    try:
-        fd = os.open(path, _DIRECTORY_FLAGS)
-    except OSError:
-        return
-    try:
-        pending = [_clear_files(fd)]  # per open level: its subfolders still to remove
-        names: list[str] = []  # each level's name in the level above
-        while True:
-            if pending[-1]:
-                name = pending[-1].pop()
-                child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
-                os.close(fd)
-                fd = child
-                names.append(name)
-                pending.append(_clear_files(fd))
-                continue
-            pending.pop()
-            if not names:
-                break
-            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = parent
-            os.rmdir(names.pop(), dir_fd=fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
-
-
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-
-
-def _clear_files(fd: int) -> list[str]:
-    """Unlink every entry of the open folder `fd` that is not a folder; return the folders' names."""
-    folders = []
-    with os.scandir(fd) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(entry.name)
-            else:
-                os.unlink(entry.name, dir_fd=fd)
-    return folders
-
-
-def _build_minimal_root(staging: str) -> bool:
-    """The worker's minimal root on `staging` (potrun's scratch folder for it, empty); False, and the
-    host's files seen as before, where it cannot be built (said on stderr)."""
-    reveal = [*namespace.python_installation(), *namespace.loaded_library_directories()]
-    try:
-        return namespace.build_minimal_root(staging, reveal, isolation.SCRATCH_OPTIONS)
-    except OSError as exc:
-        print(f"potrun worker: no minimal root ({exc}): programs see the host's files", file=sys.stderr)
-        isolation.unmount(staging)
-        return False
-
-
-def _fixed_hostname() -> bool:
-    """Is the machine's name potrun's fixed one (a container named by `docker.container_options`)?"""
-    return os.uname().nodename.encode() == isolation.HOSTNAME
-
-
-def _oom_score() -> int:
-    try:
-        with open("/proc/self/oom_score_adj", encoding="ascii") as score:
-            return int(score.read())
-    except (OSError, ValueError):
-        return 0
-
-
-def _temporary_directory() -> str:
-    import tempfile  # (it imports shutil)
-
-    folder = tempfile.mkdtemp(prefix="potrun-worker-")
-    tempfile.tempdir = None  # not inherited by forks: each program finds its own writable place, its folder
-    return folder
-
-
-def _empty_directory(path: str) -> None:
-    for entry in os.scandir(path):
-        if entry.is_dir(follow_symlinks=False):
-            _remove_tree(entry.path)
-        else:
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
-
-
 def main(argv: list[str] | None = None) -> int:
-    """`python -m potrun.sandbox.inside.worker [--uid-base N] [--preload A,B] [--scratch DIR]
-    [--scratch-is-private]`: the backends build this command line. (Not argparse: it imports shutil,
-    and with it zlib, bz2 and lzma, whose memory areas every fork of the worker would copy.)
+    """The worker's command line (`command`: the backends build it there).
 
     A root worker first makes itself init of a new PID namespace (`namespace.enter_pid_namespace`:
     from here on this is its child; the parent only waits), then builds its minimal root."""
-    options = _parse_options(sys.argv[1:] if argv is None else argv)
+    options = parse_options(sys.argv[1:] if argv is None else argv)
     isolation.die_with_parent()
     host_pid = os.getpid()
     pid_namespace = os.geteuid() == 0 and namespace.enter_pid_namespace()
@@ -1119,20 +772,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         worker.close()
     return 0
-
-
-def _parse_options(argv: list[str]) -> dict[str, str]:
-    flags, valued = {"--scratch-is-private"}, {"--uid-base", "--preload", "--scratch"}
-    options, rest = {}, list(argv)
-    while rest:
-        name = rest.pop(0)
-        if name in flags:
-            options[name] = ""
-        elif name in valued and rest:
-            options[name] = rest.pop(0)
-        else:
-            raise SystemExit(f"potrun.sandbox.inside.worker: unexpected argument {name!r}")
-    return options
 
 
 if __name__ == "__main__":

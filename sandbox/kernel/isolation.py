@@ -449,10 +449,14 @@ class RunnerEntry:
         # capset's arguments, made here: the fork only passes them
         self._capabilities = _capability_sets(1 << CAP_DAC_READ_SEARCH)
 
-    def enter(self, cwd: str, limits: dict[str, Any], keep_fds: tuple[int, ...], fork: bool) -> None:
+    def enter(
+        self, cwd: str, limits: dict[str, Any], keep_fds: tuple[int, ...], fork: bool, address_space: int = 0
+    ) -> None:
         """Own session and process group, stdin/stdout/stderr on /dev/null, no other descriptor but
         `keep_fds`, the directory `cwd`, the memory limit, a fork's RLIMIT_CPU (the backstop behind
-        the runner's CPU timer; a warm runner sets its own), fewer privileges."""
+        the runner's CPU timer; a warm runner sets its own), fewer privileges. RLIMIT_AS is the
+        program's memory limit above `address_space`, what the runner was forked with (a template's
+        pandas maps ~370 MB: none of it the program's)."""
         os.setsid()
         os.chdir(cwd)
         for fd in (0, 1, 2):
@@ -462,7 +466,7 @@ class RunnerEntry:
             os.closerange(low, fd)
             low = fd + 1
         os.closerange(low, MAX_FD)
-        memory = limits["memory_mb"] * 1024 * 1024
+        memory = limits["memory_mb"] * 1024 * 1024 + address_space
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         if fork:  # a fresh process: none of its CPU time is spent yet; nor may the program raise it
             # (soft = hard: past it the kernel sends SIGKILL, which no trusted program can ignore)

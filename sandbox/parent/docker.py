@@ -12,13 +12,14 @@ Each container is created with (see `container_options`):
     tmpfs /tmp (64 MB, 0711)        the only writable place: the worker's scratch directories, each
                                     runner's its own (and /dev/mqueue an empty read-only tmpfs)
     mem_limit                       memory_mb + WORKER_OVERHEAD_MB (one worker per container), swap
-                                    disabled; the per-program limit stays RLIMIT_AS (memory_mb) set by
-                                    the worker, the cgroup limit is the container-wide backstop above
-                                    it: the worker itself (Python + numpy, ~60 MB), the /tmp tmpfs
-                                    (which the memory cgroup charges, up to 64 MB) and page cache fit
-                                    in the overhead
-    pids_limit                      max_processes + PIDS_OVERHEAD (the worker, its fork server and
-                                    its warm runner)
+                                    disabled; the per-program limit stays RLIMIT_AS (memory_mb above
+                                    what the runner was forked with) set by the worker, the cgroup
+                                    limit is the container-wide backstop above it: the worker itself
+                                    (Python + numpy, ~60 MB), the /tmp tmpfs (which the memory cgroup
+                                    charges, up to 64 MB), page cache and the worker's templates
+                                    (`templates.TEMPLATE_BUDGET_MB`) fit in the overhead
+    pids_limit                      max_processes + PIDS_OVERHEAD (the worker, its fork server, its
+                                    warm runner and its templates)
     nano_cpus=1e9                   one CPU per container
     user="0", cap_drop=["ALL"],     the worker is root with five capabilities only, to hand its runners
     cap_add=RUNNER_CAPABILITIES,    another uid (SETUID, SETGID), make and clean their folders (CHOWN,
@@ -86,7 +87,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from potrun.sandbox.inside.templates import MAX_TEMPLATES, TEMPLATE_BUDGET_MB
 from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
+from potrun.sandbox.wire.command import worker_command
 from potrun.types import Limits, SandboxUnavailable
 
 if TYPE_CHECKING:
@@ -99,8 +102,10 @@ SANDBOX_LABEL = "potrun.sandbox"
 SESSION_LABEL = "potrun.session"
 PID_LABEL = "potrun.pid"
 HOST_LABEL = "potrun.host"
-WORKER_OVERHEAD_MB = 256  # the worker process, the /tmp tmpfs, page cache: above the program's own limit
-PIDS_OVERHEAD = 3  # the worker, its fork server and its warm runner: the program gets max_processes
+# The worker process, the /tmp tmpfs, page cache, the templates: above the program's own limit.
+WORKER_OVERHEAD_MB = 256 + TEMPLATE_BUDGET_MB
+# The worker, its fork server, its warm runner and its templates: the program gets max_processes.
+PIDS_OVERHEAD = 3 + MAX_TEMPLATES
 NANO_CPUS = 1_000_000_000  # one CPU per container
 # /tmp: the worker closes it to its runners (a copy of the image's 1777 whatever the mode here), who
 # write only their own folders in it. /dev/mqueue: POSIX message queues (which the seccomp filter
@@ -109,7 +114,7 @@ NANO_CPUS = 1_000_000_000  # one CPU per container
 TMPFS = {"/tmp": f"rw,{SCRATCH_OPTIONS},mode=0711", "/dev/mqueue": "ro,size=4k,mode=0555"}
 CONTAINER_USER = "0"  # root without capabilities but RUNNER_CAPABILITIES: see the module's docstring
 RUNNER_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID"]
-WORKER_COMMAND = ("python3", "-s", "-P", "-m", "potrun.sandbox.inside.worker")
+WORKER_COMMAND = tuple(worker_command("python3"))  # the image's interpreter (`command`)
 START_TIMEOUT_S = 60.0  # creating, attaching and starting one container
 REMOVE_TIMEOUT_S = 30.0  # close() waiting for this session's containers to be gone
 STALL_S = 10.0  # a partial stream header that is not completed within this is a broken stream

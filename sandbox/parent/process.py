@@ -19,6 +19,7 @@ from potrun.sandbox.kernel.isolation import (
     process_alive,
     remove_pids_cgroup,
 )
+from potrun.sandbox.wire.command import worker_command
 from potrun.types import Isolation
 
 if TYPE_CHECKING:
@@ -33,13 +34,10 @@ class ProcessWorker:
     """A worker process and its pipes. Killing it kills its whole session: runners included."""
 
     def __init__(self, hash_seed: int, preload: tuple[str, ...] | None, cpu: int | None) -> None:
-        # -s -P, not -I: -I implies -E, which would ignore the PYTHONHASHSEED we set. The environment is
-        # ours entirely (SAFE_ENVIRONMENT), so nothing else from PYTHON* can leak in.
-        # The worker's scratch directory is made here and removed in kill(), as workers are killed.
+        # The worker's scratch directory is made here and removed in kill(), as workers are killed. The
+        # environment is ours entirely (SAFE_ENVIRONMENT; the command line: `command`).
         self.scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
-        command = [sys.executable, "-s", "-P", "-m", "potrun.sandbox.inside.worker", "--scratch", self.scratch]
-        if preload is not None:
-            command += ["--preload", ",".join(preload)]
+        command = worker_command(sys.executable, scratch=self.scratch, preload=preload)
         self.cwd = tempfile.gettempdir()
         self.process = subprocess.Popen(
             command,

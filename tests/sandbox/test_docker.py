@@ -453,3 +453,17 @@ def test_a_worker_that_dies_at_start_says_why(engine, monkeypatch, caplog):
     assert "worker exploded: no module xyz" in caplog.text
     box._backend.close()
     assert _containers(session=box._backend.session) == []
+
+
+def test_the_images_command_is_the_workers_command_line() -> None:
+    """The worker's command line has one home (`wire.command`); Dockerfile.sandbox's CMD, which no
+    Python reads, is checked against it, for each copy of the Dockerfile in the repository."""
+    from potrun.sandbox.wire.command import worker_command
+
+    repo = Path(__file__).resolve().parents[1]
+    for dockerfile in (repo / "Dockerfile.sandbox", repo / "sandbox" / "Dockerfile.sandbox"):
+        if not dockerfile.exists():
+            continue
+        lines = [line for line in dockerfile.read_text().splitlines() if line.startswith("CMD ")]
+        assert [json.loads(line[4:]) for line in lines] == [worker_command("python3")], dockerfile
+    assert list(backend.WORKER_COMMAND) == worker_command("python3")

@@ -718,7 +718,7 @@ def test_files_without_bytes_cannot_fill_the_worker_s_memory(backend: str) -> No
 
 
 def test_the_worker_removes_any_tree_and_follows_no_link(tmp_path: Path) -> None:
-    from potrun.sandbox.inside.worker import _remove_tree
+    from potrun.sandbox.kernel.scratch import remove_tree
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -734,7 +734,7 @@ def test_the_worker_removes_any_tree_and_follows_no_link(tmp_path: Path) -> None
         (tree / f"d{k}" / "f").write_text("x")
     (tree / "link").symlink_to(outside)
     (deep / "link").symlink_to(outside / "keep")
-    _remove_tree(str(tree))
+    remove_tree(str(tree))
     assert not tree.exists()
     assert (outside / "keep").read_text() == "x"
 
