@@ -19,12 +19,20 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from potrun import ExecResult, Sandbox, Status
+from potrun import ExecResult, Limits, Sandbox, Status
 from potrun.policies import get_policy
-from potrun.sandbox.inside.templates import MAX_TEMPLATES, TEMPLATE_MODULES, Profile, imported_names, profile
+from potrun.sandbox.inside.templates import (
+    MAX_TEMPLATES,
+    TEMPLATE_MODULES,
+    TEMPLATE_TASKS,
+    Profile,
+    imported_names,
+    profile,
+)
 from tests.conftest import Proc, describe, process_table, same_value, worker_host_pid
 
 # ------------------------------------------------------------------------------------ generated programs
@@ -240,16 +248,25 @@ HEAVY_PROGRAMS = [
 ]
 
 
+def address_space(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[0])
+
+
 def templates_of(root: int) -> tuple[set[int], int]:
-    """The templates below a worker root (the deepest processes, all children of one: the fork server),
-    and that fork server."""
+    """The templates below a worker root, and their parent, the fork server. The fork server's children
+    are the deepest processes below the root (no program runs now): its templates, and the placeholders
+    that hold the template slots no template's task holds (TEMPLATE_TASKS tasks in all), copies of the
+    fork server of its size, where a template maps more (its modules)."""
     below = descendants(root, process_table())
     deepest = max(below.values())
-    templates = {pid for pid, depth in below.items() if depth == deepest}
+    children = {pid for pid, depth in below.items() if depth == deepest}
     table = process_table()
-    parents = {table[pid].ppid for pid in templates if pid in table}
+    parents = {table[pid].ppid for pid in children if pid in table}
     assert len(parents) == 1, f"templates with several parents: {parents}"
-    return templates, parents.pop()
+    tasks = sum(len(os.listdir(f"/proc/{pid}/task")) for pid in children)
+    assert tasks == TEMPLATE_TASKS, f"the template slots: {children} hold {tasks} tasks"
+    fork_server = parents.pop()
+    return {pid for pid in children if address_space(pid) > address_space(fork_server)}, fork_server
 
 
 def wait_gone(pids: set[int], seconds: float = 10.0) -> set[int]:
@@ -388,3 +405,21 @@ def test_a_trusted_program_never_forks_from_a_template_prepared_for_restricted_o
     assert parsed is not None and parsed.status is Status.OK and parsed.value == 3, describe(parsed)
     assert refused is not None and refused.status is Status.POLICY_VIOLATION, describe(refused)
     assert parsed_again is not None and parsed_again.value == 3, describe(parsed_again)
+
+
+FORK_BOMB = (
+    "import os\npids = []\ntry:\n    for i in range(500):\n        pid = os.fork()\n        if pid == 0:\n"
+    "            import time; time.sleep(2); os._exit(0)\n        pids.append(pid)\n    ans = 'unbounded'\n"
+    "except OSError:\n    ans = len(pids)"
+)
+
+
+def test_a_programs_process_limit_does_not_depend_on_the_templates_alive(backend: str) -> None:
+    """Each template slot is held by a template or a placeholder: a program gets as many processes with
+    no template alive as with MAX_TEMPLATES, and no more than its limit."""
+    with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=30, memory_mb=1024) as box:
+        before = box.run(FORK_BOMB)
+        assert [r.value for r in box.run_many(HEAVY_PROGRAMS)] == [6, 6, 6]
+        after = box.run(FORK_BOMB)
+    assert isinstance(before.value, int) and before.value == after.value, (describe(before), describe(after))
+    assert before.value <= Limits().max_processes, describe(before)

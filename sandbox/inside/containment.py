@@ -15,14 +15,14 @@ import importlib
 import os
 
 from potrun.sandbox.inside import cputimer, seeding
-from potrun.sandbox.inside.templates import MAX_TEMPLATES
+from potrun.sandbox.inside.templates import TEMPLATE_TASKS
 from potrun.sandbox.kernel import isolation, memcg, namespace, seccomp
 from potrun.sandbox.kernel.scratch import build_minimal_root, remove_tree, temporary_directory
 
 MAX_PROCESSES = 32  # a program's processes, capped by the worker's pids cgroup
 # The worker's own processes in its pids cgroup, above a program's: itself, its fork server, its warm
-# runner and its templates.
-OWN_PROCESSES = 3 + MAX_TEMPLATES
+# runner and its templates' tasks (or the placeholders that hold their slots: `forkserver`).
+OWN_PROCESSES = 3 + TEMPLATE_TASKS
 
 
 class Containment:

@@ -34,13 +34,14 @@ import os
 import select
 import socket
 import struct
+import time
 from collections.abc import Callable
 from typing import NoReturn
 
 from potrun.sandbox.kernel import isolation
 from potrun.sandbox.wire.protocol import write_all
 
-FORK, TEMPLATE, END, PID, EXIT, DONE, READY = b"F", b"T", b"E", b"P", b"X", b"D", b"R"
+FORK, TEMPLATE, END, SETTLE, PID, EXIT, DONE, READY = b"F", b"T", b"E", b"S", b"P", b"X", b"D", b"R"
 _PID = struct.Struct("=i")  # a fork's pid, or -errno where the fork failed
 _EXIT = struct.Struct("=iidd")  # pid, wait status, CPU seconds, peak resident set in MB (-1: unknown)
 _MESSAGE_BYTES = 4096
@@ -61,16 +62,19 @@ class ForkServer:
         self.pid = pid
 
     @classmethod
-    def start(cls, fork_program: ForkProgram, make_template: MakeTemplate, keep_fd: int) -> ForkServer:
+    def start(cls, fork_program: ForkProgram, make_template: MakeTemplate, keep_fd: int, slots: int = 0) -> ForkServer:
         """Fork the server from this process, as it is now. `fork_program(policy, request_fd,
         result_fd)` runs in the server, forks, and returns the fork's pid; `make_template(modules,
         restricted)` runs in a new template. `keep_fd` (/dev/null) becomes the server's stdin and stdout: it holds
-        none of the worker's pipes to potrun."""
+        none of the worker's pids to potrun. `slots`: the tasks (processes and threads) its templates
+        may hold together (pandas's holds two: pyarrow starts a thread), each slot held by a placeholder
+        process while no template's task holds it (`settle`), so that the worker's own tasks are always
+        as many and a program's process limit never depends on the templates alive."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = isolation.fork()
         if pid == 0:
             ours.close()
-            _serve(theirs, fork_program, make_template, keep_fd)
+            _serve(theirs, fork_program, make_template, keep_fd, slots)
         theirs.close()
         return cls(ours, pid)
 
@@ -93,6 +97,13 @@ class ForkServer:
             self.end_template(template)
             return None
         return template
+
+    def settle(self) -> int:
+        """Make the placeholders fill the slots the templates' tasks leave; how many tasks the templates
+        hold beyond the slots (then the worker ends one and settles again)."""
+        self._control.send(SETTLE)
+        over: int = _PID.unpack(self._receive(DONE, _PID.size))[0]
+        return over
 
     def end_template(self, template: ForkServer) -> None:
         """Kill a template this server made and reap it: its memory is given back when this returns."""
@@ -141,7 +152,9 @@ class ForkServer:
                 raise ConnectionError(f"the fork server answered {message[:16]!r}")
 
 
-def _serve(control: socket.socket, fork_program: ForkProgram, make_template: MakeTemplate, keep_fd: int) -> NoReturn:
+def _serve(
+    control: socket.socket, fork_program: ForkProgram, make_template: MakeTemplate, keep_fd: int, slots: int = 0
+) -> NoReturn:
     """The server's life (the fork server's, or a template's): one request at a time, until the worker
     closes its end."""
     code = 0
@@ -151,6 +164,7 @@ def _serve(control: socket.socket, fork_program: ForkProgram, make_template: Mak
         os.dup2(keep_fd, 1)
         children = isolation.ChildList()  # its forks, its templates, and any other child a fork made it have
         templates: set[int] = set()
+        placeholders = [_placeholder() for _ in range(slots)]  # the template slots no template holds
         while True:
             message, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 2)
             if not message:
@@ -163,7 +177,7 @@ def _serve(control: socket.socket, fork_program: ForkProgram, make_template: Mak
                     status, cpu, peak = reap_status(pid)
                     # A sibling a fork made with clone(CLONE_PARENT), where no seccomp filter refuses
                     # it, is this server's child, out of the worker's sweep: it goes with the fork.
-                    isolation.kill_strays(templates, children)
+                    isolation.kill_strays(templates | set(placeholders), children)
                     control.send(EXIT + _EXIT.pack(pid, status, cpu, -1.0 if peak is None else peak))
                 continue
             if kind == TEMPLATE and len(fds) == 1:
@@ -174,18 +188,56 @@ def _serve(control: socket.socket, fork_program: ForkProgram, make_template: Mak
                 continue
             for fd in fds:
                 os.close(fd)
+            if kind == SETTLE:
+                control.send(DONE + _PID.pack(_settle(templates, placeholders, slots)))
+                continue
             if kind != END or len(rest) != _PID.size:
                 raise ValueError(f"not a fork server request: {kind!r}")
             (pid,) = _PID.unpack(rest)
             if pid in templates:
                 templates.discard(pid)
-                isolation.kill_group(pid)
-                reap_status(pid)
+                _end(pid)
             control.send(DONE)
     except BaseException:
         code = 70
     finally:
         os._exit(code)
+
+
+def _placeholder() -> int:
+    """A process that holds a template slot: it holds nothing (no descriptor) and sleeps until ended."""
+    pid = isolation.fork()
+    if pid == 0:
+        try:
+            isolation.die_with_parent()
+            os.closerange(0, isolation.MAX_FD)
+            while True:
+                time.sleep(3600)
+        finally:
+            os._exit(0)
+    return pid
+
+
+def _settle(templates: set[int], placeholders: list[int], slots: int) -> int:
+    """Placeholders for the slots the templates' tasks leave (ended or made); the tasks over the slots."""
+    used = sum(_tasks(pid) for pid in templates)
+    while placeholders and used + len(placeholders) > slots:
+        _end(placeholders.pop())
+    while used + len(placeholders) < slots:
+        placeholders.append(_placeholder())
+    return max(0, used - slots)
+
+
+def _tasks(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 1
+
+
+def _end(pid: int) -> None:
+    isolation.kill_group(pid)
+    reap_status(pid)
 
 
 def _fork_template(

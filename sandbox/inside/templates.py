@@ -58,6 +58,7 @@ TEMPLATE_MODULES: dict[str, tuple[str, ...]] = {
     "pandas": (*NUMPY_MODULES, "pandas"),  # pandas imports numpy: one template holds both
 }
 MAX_TEMPLATES = 3  # templates alive at once, the bare fork server not counted...
+TEMPLATE_TASKS = 2 * MAX_TEMPLATES  # ...the tasks they hold together (pandas's: two, pyarrow's thread)...
 TEMPLATE_BUDGET_MB = 640  # ...and the memory they hold together (pandas and sympy: ~150 MB)
 TEMPLATE_START_S = 20.0  # the longest a template may take to import and warm up...
 TEMPLATE_RETRY_S = 60.0  # ...before its profile is left to the bare fork server for this long
@@ -209,6 +210,8 @@ class Templates:
             return self.bare
         self._live[modules] = template
         self._shrink()
+        while self._live and self.bare.settle() > 0:  # too many tasks: the least recently used goes
+            self.end(next(iter(self._live.values())))
         return template.server if modules in self._live else self.bare
 
     def _make(self, modules: Profile, memory_mb: int, timeout_s: float) -> Template | None:
@@ -252,6 +255,7 @@ class Templates:
         self._live.pop(template.modules, None)
         try:
             self.bare.end_template(template.server)
+            self.bare.settle()  # its slots, held again
         except (ConnectionError, OSError):
             pass  # the fork server is gone: the worker is ending, and the template with it
         if self.memory is not None:

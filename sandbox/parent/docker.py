@@ -87,7 +87,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.inside.templates import MAX_TEMPLATES, TEMPLATE_BUDGET_MB
+from potrun.sandbox.inside.templates import TEMPLATE_BUDGET_MB, TEMPLATE_TASKS
 from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
 from potrun.sandbox.wire.command import worker_command
 from potrun.types import Limits, SandboxUnavailable
@@ -105,7 +105,7 @@ HOST_LABEL = "potrun.host"
 # The worker process, the /tmp tmpfs, page cache, the templates: above the program's own limit.
 WORKER_OVERHEAD_MB = 256 + TEMPLATE_BUDGET_MB
 # The worker, its fork server, its warm runner and its templates: the program gets max_processes.
-PIDS_OVERHEAD = 3 + MAX_TEMPLATES
+PIDS_OVERHEAD = 3 + TEMPLATE_TASKS
 NANO_CPUS = 1_000_000_000  # one CPU per container
 # /tmp: the worker closes it to its runners (a copy of the image's 1777 whatever the mode here), who
 # write only their own folders in it. /dev/mqueue: POSIX message queues (which the seccomp filter
