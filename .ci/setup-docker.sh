@@ -6,7 +6,7 @@
 #   2. start dockerd in the background (when `docker info` fails); log in /tmp/dockerd.log
 #   3. potrun-base:bookworm: debootstrap a minbase rootfs with python3 (tarball cached in .ci/cache/),
 #      `docker import` it (when the image is missing)
-#   4. potrun-sandbox:latest: python -m potrun.image build --base potrun-base:bookworm
+#   4. potrun-sandbox:latest: python -m potrun.tools.image build --base potrun-base:bookworm
 #   5. smoke test: import numpy, RestrictedPython, potrun.types in a --network none container
 #
 # Environment:
@@ -199,9 +199,9 @@ step_start "sandbox image $IMAGE_TAG"
 if [ "$REBUILD" != 1 ] && docker image inspect "$IMAGE_TAG" >/dev/null 2>&1; then
   step_end "present (POTRUN_REBUILD_IMAGE=0)"
 else
-  "$PYTHON" -c 'import potrun.image' 2>/dev/null \
-    || die "$PYTHON cannot import potrun.image: run pip install -e '.[test]' first (or set PYTHON)"
-  "$PYTHON" -m potrun.image build --base "$BASE_TAG" --tag "$IMAGE_TAG" --with sympy  # parity with the test host
+  "$PYTHON" -c 'import potrun.tools.image' 2>/dev/null \
+    || die "$PYTHON cannot import potrun.tools.image: run pip install -e '.[test]' first (or set PYTHON)"
+  "$PYTHON" -m potrun.tools.image build --base "$BASE_TAG" --tag "$IMAGE_TAG" --with sympy  # parity with the test host
   step_end "built ($(docker image inspect --format '{{.Size}}' "$IMAGE_TAG" | awk '{printf "%.0f MB", $1/1e6}'))"
 fi
 

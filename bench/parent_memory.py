@@ -4,7 +4,7 @@
 
 The first record runs for --slow-s seconds; every other one returns a string of --value-bytes (near the
 1 MB output limit). Results must leave `potrun check` in input order, so everything behind the slow one
-waits: potrun holds at most MAX_AHEAD_BYTES of answers (sandbox/pool.py) and then reads only the worker
+waits: potrun holds at most MAX_AHEAD_BYTES of answers (sandbox/parent/pool.py) and then reads only the worker
 with the slow one, the others waiting on their pipes. Reported: the `potrun check` process's peak RSS
 (VmHWM) and its RSS sampled every 0.2 s. Target: under 100 MB.
 """

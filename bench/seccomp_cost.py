@@ -1,6 +1,6 @@
-"""What the seccomp filter (sandbox/seccomp.py) costs: a system call (getppid in a loop) and a fork (fork,
+"""What the seccomp filter (sandbox/kernel/seccomp.py) costs: a system call (getppid in a loop) and a fork (fork,
 the child exits, wait), in forked children without a filter, with this filter, and with another
-version's (`--compare-with`: a seccomp.py file, e.g. `git show REV:sandbox/seccomp.py > old.py`), in
+version's (`--compare-with`: a seccomp.py file, e.g. `git show REV:sandbox/kernel/seccomp.py > old.py`), in
 rounds that alternate the kinds, the same run. Reported: the minimum over the rounds of each kind (the
 least disturbed by the machine's load), and the differences.
 
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from types import ModuleType
 
-from potrun.sandbox import seccomp
+from potrun.sandbox.kernel import seccomp
 
 
 def load(path: str) -> ModuleType:

@@ -110,7 +110,7 @@ _FORKED = re.compile(r"^(?:clone3?|fork|vfork)\(.*\)\s+=\s+(\d+)(?: /\* (\d+) in
 
 def worker_calls(directory: Path) -> collections.Counter[str]:
     """The system calls of the worker's processes after its filter was installed, from `strace -ff`'s
-    files (trace.PID): the worker is the process whose trace runs potrun.sandbox.worker and installs
+    files (trace.PID): the worker is the process whose trace runs potrun.sandbox.inside.worker and installs
     the filter; its descendants are followed through the pids that its clone calls returned."""
     traces = {int(path.suffix[1:]): path.read_text(errors="replace").splitlines() for path in directory.iterdir()}
     children: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)  # pid -> (line index, child)
@@ -163,7 +163,7 @@ def main() -> None:
     if args.run:
         run_corpus(args.run, args.gsm8k, args.hostile)
         return
-    from potrun.sandbox import seccomp
+    from potrun.sandbox.kernel import seccomp
 
     allowed = set(getattr(seccomp, "ALLOWED", ()))
     everyday = traced("everyday", args.gsm8k, args.hostile)

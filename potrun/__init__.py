@@ -12,18 +12,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time `__getattr__` imports each name on first use
-    from potrun.comparators import PRESETS, compare, compare_many, parse_range  # noqa: F401
-    from potrun.extractors import extract_answer, extract_program, parse_number  # noqa: F401
-    from potrun.pipeline import CheckOptions, RecordResult, check_records  # noqa: F401
-    from potrun.records import read_records  # noqa: F401
-    from potrun.sandbox.api import Sandbox, SandboxConfig  # noqa: F401
-    from potrun.scoring import (  # noqa: F401
+    from potrun.check.pipeline import CheckOptions, RecordResult, check_records  # noqa: F401
+    from potrun.check.records import read_records  # noqa: F401
+    from potrun.check.scoring import (  # noqa: F401
         ChecklistItem,
         ChecklistResult,
         check_checklist,
         majority_vote,
         pass_at_k,
     )
+    from potrun.comparators import PRESETS, compare, compare_many, parse_range  # noqa: F401
+    from potrun.extractors import extract_answer, extract_program, parse_number  # noqa: F401
+    from potrun.sandbox.api import Sandbox, SandboxConfig  # noqa: F401
     from potrun.types import (  # noqa: F401
         BadRecord,
         Entry,
@@ -60,15 +60,15 @@ _LAZY = {
     "compare_many": "potrun.comparators",
     "PRESETS": "potrun.comparators",
     "parse_range": "potrun.comparators",
-    "pass_at_k": "potrun.scoring",
-    "majority_vote": "potrun.scoring",
-    "check_checklist": "potrun.scoring",
-    "ChecklistItem": "potrun.scoring",
-    "ChecklistResult": "potrun.scoring",
-    "CheckOptions": "potrun.pipeline",
-    "RecordResult": "potrun.pipeline",
-    "check_records": "potrun.pipeline",
-    "read_records": "potrun.records",
+    "pass_at_k": "potrun.check.scoring",
+    "majority_vote": "potrun.check.scoring",
+    "check_checklist": "potrun.check.scoring",
+    "ChecklistItem": "potrun.check.scoring",
+    "ChecklistResult": "potrun.check.scoring",
+    "CheckOptions": "potrun.check.pipeline",
+    "RecordResult": "potrun.check.pipeline",
+    "check_records": "potrun.check.pipeline",
+    "read_records": "potrun.check.records",
     "extract_program": "potrun.extractors",
     "extract_answer": "potrun.extractors",
     "parse_number": "potrun.extractors",

@@ -49,12 +49,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypedDict
 
-from potrun.cache import CachedSandbox
+from potrun.check.cache import CachedSandbox
+from potrun.check.pipeline import CheckOptions, RecordResult, check_records
+from potrun.check.records import Record
 from potrun.comparators import check_compare_options
 from potrun.comparators.nonfinite import paid_for_nonfinite
 from potrun.extractors import strip_special_tokens
-from potrun.pipeline import CheckOptions, RecordResult, check_records
-from potrun.records import Record
 from potrun.sandbox.api import Sandbox, SandboxConfig, SandboxLike
 from potrun.types import UsageError
 

@@ -4,7 +4,7 @@
   touched: nothing connects to Docker or cleans a directory), so a config can be checked early,
   shipped to Ray actors and varied with `dataclasses.replace`.
 - `Sandbox`: a warm pool of workers on one of the `BACKENDS` (backends.py), made from a config.
-- `SandboxLike`: what the pipeline needs of a sandbox; `Sandbox` and `potrun.cache.CachedSandbox`
+- `SandboxLike`: what the pipeline needs of a sandbox; `Sandbox` and `potrun.check.cache.CachedSandbox`
   have it.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from potrun.policies import POLICY_NAMES, get_policy
-from potrun.sandbox.backends import BACKENDS
-from potrun.sandbox.pool import Arrival, Pool, default_workers
-from potrun.sandbox.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
+from potrun.sandbox.parent.backends import BACKENDS
+from potrun.sandbox.parent.pool import Arrival, Pool, default_workers
+from potrun.sandbox.wire.protocol import INPUT_LIMIT, MAX_FILES, RunRequest, check_file_name, input_size
 from potrun.types import (
     DEFAULT_MEMORY_MB,
     DEFAULT_OUTPUT_BYTES,

@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-import potrun.sandbox.docker
+import potrun.sandbox.parent.docker
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox.api import SandboxConfig
-from potrun.sandbox.backends import BACKENDS, unavailable
+from potrun.sandbox.parent.backends import BACKENDS, unavailable
 
 POLICIES = ("restricted", "trusted")
 WORKERS = 2
@@ -42,9 +42,9 @@ MEMORY_MB = 512
 CANARY_ENV = "POTRUN_CANARY_SECRET"
 # The image the docker tests run: POTRUN_TEST_IMAGE names another (one's own build, so as not to replace
 # the image others test with); every docker backend the tests make then defaults to it.
-DOCKER_IMAGE = os.environ.get("POTRUN_TEST_IMAGE", potrun.sandbox.docker.DEFAULT_IMAGE)
-potrun.sandbox.docker.DEFAULT_IMAGE = DOCKER_IMAGE
-WORKER_MODULE = "potrun.sandbox.worker"
+DOCKER_IMAGE = os.environ.get("POTRUN_TEST_IMAGE", potrun.sandbox.parent.docker.DEFAULT_IMAGE)
+potrun.sandbox.parent.docker.DEFAULT_IMAGE = DOCKER_IMAGE
+WORKER_MODULE = "potrun.sandbox.inside.worker"
 
 # Every registered backend; each but the process backend needs more than potrun (an engine, an image)
 # and carries the marker of its name (`-m "not docker"`; a new backend registers its marker in

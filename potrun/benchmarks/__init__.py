@@ -1,7 +1,7 @@
 """Benchmarks out of the box: `potrun check FILE --benchmark NAME` reads a benchmark's own files and
 reproduces its official verdicts and metrics (issue #17; README "Benchmarks").
 
-One module per benchmark, each with `for_file(path, strict) -> BenchmarkRun` (`potrun.pipeline`): the
+One module per benchmark, each with `for_file(path, strict) -> BenchmarkRun` (`potrun.check.pipeline`): the
 rules for that file (what its path says: DocMath's prompt type, FineReason's puzzle and task), each
 record's plan (programs to run, then the official judge of their results) and the benchmark's metrics.
 `strict` applies potrun's own rules where they read the model more rightly than the official code
@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Protocol
 
-from potrun.pipeline import BenchmarkRun
+from potrun.check.pipeline import BenchmarkRun
 from potrun.types import UsageError
 
 # name -> module (imported when chosen: a benchmark's rules may need an extra)

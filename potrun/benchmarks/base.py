@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from potrun.pipeline import BAD_RECORD, Plan, RecordResult
-from potrun.records import Record
+from potrun.check.pipeline import BAD_RECORD, Plan, RecordResult
+from potrun.check.records import Record
 from potrun.types import BadRecord, ExecResult, Status
 
 

@@ -31,12 +31,12 @@ from pathlib import PurePath
 from typing import Any
 
 from potrun.benchmarks import base
+from potrun.check.pipeline import Plan, Program, RecordResult
+from potrun.check.records import Record
 from potrun.comparators import compare
 from potrun.comparators.docmath import GOLD_TYPES
 from potrun.comparators.nonfinite import paid_for_nonfinite
 from potrun.extractors import extract_answer, extract_program, find_numbers
-from potrun.pipeline import Plan, Program, RecordResult
-from potrun.records import Record
 from potrun.types import BadRecord, ExecResult, Status, UsageError
 
 __all__ = [

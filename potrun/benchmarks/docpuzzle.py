@@ -16,7 +16,7 @@ majority vote) on two criteria, and these rules apply them to the response's tex
 
 The record's `gold` and `checklist_items` are used where present (a potrun user's hand conversion;
 an item's unit is the one its name ends with, "新能源汽车电池规模(亿元)"); else the `answer` text and
-the free-text `checklist` are parsed (`potrun.scoring.parse_checklist`): the answer's range, the
+the free-text `checklist` are parsed (`potrun.check.scoring.parse_checklist`): the answer's range, the
 required values, and the requirements that hold no number, which are reported in `fields`
 (`checklist_unparsed`), never silently dropped, and cannot fail a record.
 
@@ -38,13 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from potrun.benchmarks.base import bad_record, judged_without_programs, verdict
+from potrun.check.pipeline import Plan, RecordResult
+from potrun.check.process_golds import observed_in_text
+from potrun.check.records import Record
+from potrun.check.scoring import ChecklistItem, check_checklist, parse_checklist
 from potrun.comparators import compare
 from potrun.comparators.golds import Text, UnreadableGold, norm_text, read_gold
 from potrun.extractors import HOW_LAST_NUMBER, HOW_NO_ANSWER, ExtractedAnswer, extract_answer, parse_number
-from potrun.pipeline import Plan, RecordResult
-from potrun.process_golds import observed_in_text
-from potrun.records import Record
-from potrun.scoring import ChecklistItem, check_checklist, parse_checklist
 from potrun.types import BadRecord, InputError
 
 SANDBOX: dict[str, Any] = {}  # nothing runs: responses are judged on their text

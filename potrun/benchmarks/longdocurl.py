@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from potrun.benchmarks.base import bad_record, judged_without_programs, unreadable, verdict
+from potrun.check.pipeline import Plan, RecordResult
+from potrun.check.records import Record
 from potrun.comparators.longdocurl import eval_concise_answer, record_score
 from potrun.extractors.numbers import find_numbers
-from potrun.pipeline import Plan, RecordResult
-from potrun.records import Record
 from potrun.types import BadRecord, ExecResult, Status, Value
 
 __all__ = ["SANDBOX", "LongDocURLRun", "extract_concise_answer", "for_file"]

@@ -31,10 +31,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from potrun.check.pipeline import RecordResult
 from potrun.comparators import check_compare_options
 from potrun.extractors import response_text
 from potrun.options import check_options
-from potrun.pipeline import RecordResult
 from potrun.rewards import SANDBOX_OPTIONS, configure_if_changed, reward_of, reward_points, score_records
 from potrun.sandbox.api import SandboxConfig, SandboxLike
 from potrun.types import UsageError

@@ -45,9 +45,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from potrun.check.pipeline import RecordResult
 from potrun.comparators import check_compare_options
 from potrun.options import check_options
-from potrun.pipeline import RecordResult
 from potrun.rewards import SANDBOX_OPTIONS, configure_if_changed, reward_of, reward_points, score_records
 from potrun.sandbox.api import SandboxLike
 from potrun.types import UsageError, json_safe

@@ -19,7 +19,7 @@ One Sandbox per process, started before the first request is accepted and closed
 finished (uvicorn's graceful shutdown on SIGTERM: it stops accepting, finishes what it accepted).
 Programs share its warm pool; /v1/score and the OpenRLHF route go through a dedup cache of results
 (rollouts repeat programs), kept per client (its credentials and its address: `client_namespace`), and
-holding only results a program earns alone (`potrun.cache.cacheable`). Every request but /health must
+holding only results a program earns alone (`potrun.check.cache.cacheable`). Every request but /health must
 carry `Authorization: Bearer TOKEN` when the service has a token; a body larger than `max_body_bytes`
 is 413; a request whose programs would take the queue past its limit is 429 (admission.py).
 """
@@ -45,15 +45,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from potrun.cache import CachedSandbox, ResultCache
+from potrun.check.cache import CachedSandbox, ResultCache
+from potrun.check.pipeline import RecordResult
 from potrun.comparators import PRESETS, check_compare_options
 from potrun.options import check_options
-from potrun.pipeline import RecordResult
 from potrun.rewards import iter_records, reward_of, reward_points
 from potrun.sandbox.api import Sandbox, SandboxConfig
 from potrun.sandbox.api import _check_megabytes as check_megabytes
 from potrun.sandbox.api import _check_seconds as check_seconds
-from potrun.sandbox.protocol import RunRequest
+from potrun.sandbox.wire.protocol import RunRequest
 from potrun.service import fusion
 from potrun.service.admission import Admission, QueueFull, TooLarge
 from potrun.service.metrics import Metrics

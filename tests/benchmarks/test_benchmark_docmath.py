@@ -25,8 +25,8 @@ from paths import SHARED, TEST_DATA
 
 from potrun.benchmarks import get_benchmark
 from potrun.benchmarks.docmath import for_file, official_program, stated_number
-from potrun.pipeline import RecordResult
-from potrun.records import Record
+from potrun.check.pipeline import RecordResult
+from potrun.check.records import Record
 from potrun.types import UsageError
 
 DOCMATH = SHARED / "benchmarks" / "docmath"

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from paths import SHARED, TEST_DATA
 
+from potrun.check.process_golds import observed_in_text
+from potrun.check.scoring import ChecklistItem, check_checklist, parse_checklist
 from potrun.cli import EXIT_OK, main
 from potrun.comparators import compare, parse_range
 from potrun.extractors import extract_answer, find_numbers, option_letters, parse_number
-from potrun.process_golds import observed_in_text
-from potrun.scoring import ChecklistItem, check_checklist, parse_checklist
 
 SAMPLE = SHARED / "benchmarks" / "docpuzzle" / "sample.jsonl"
 EXTRA = TEST_DATA / "benchmarks" / "docpuzzle_extra.jsonl"

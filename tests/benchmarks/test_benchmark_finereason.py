@@ -31,7 +31,7 @@ from potrun.benchmarks.finereason.graphcoloring import GraphColoring
 from potrun.benchmarks.finereason.gridpuzzle import GridPuzzle
 from potrun.benchmarks.finereason.rules import last_flat_list, last_nested_list
 from potrun.benchmarks.finereason.sudoku import Sudoku
-from potrun.records import Record
+from potrun.check.records import Record
 
 SAMPLE = SHARED / "benchmarks" / "finereason" / "sample.jsonl"
 EXTRA = TEST_DATA / "benchmarks" / "finereason_extra.jsonl"

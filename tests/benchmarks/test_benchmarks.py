@@ -16,9 +16,9 @@ import pytest
 
 from potrun.benchmarks import BENCHMARKS, get_benchmark
 from potrun.benchmarks.base import judged_without_programs, unreadable, verdict
+from potrun.check.pipeline import Plan, Program, RecordResult
+from potrun.check.records import Record
 from potrun.cli import EXIT_OK, EXIT_USAGE, main
-from potrun.pipeline import Plan, Program, RecordResult
-from potrun.records import Record
 from potrun.types import BadRecord, UsageError
 
 

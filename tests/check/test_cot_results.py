@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from potrun.check.pipeline import CheckOptions, check_records
+from potrun.check.records import Record
 from potrun.cli import main
 from potrun.comparators import compare, read_answer
-from potrun.pipeline import CheckOptions, check_records
-from potrun.records import Record
 from potrun.sandbox.api import Sandbox
 
 # (answer text, what the default reads, what pot reads)

@@ -25,13 +25,13 @@ import pytest
 from conftest import process_table
 
 from potrun import ExecResult, Status
-from potrun.cache import CachedSandbox, ResultCache, request_key
+from potrun.check.cache import CachedSandbox, ResultCache, request_key
 from potrun.cli import main
-from potrun.sandbox.protocol import RunRequest
+from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import Limits
 
 RECORDS = 400
-WORKER_MODULE = "potrun.sandbox.worker"
+WORKER_MODULE = "potrun.sandbox.inside.worker"
 RUN_STATISTICS = ("elapsed_s", "programs_per_s", "slowest", "cache_hits", "run")  # "run": its times and command
 BASE_ARGS = ["--workers", "2", "--timeout", "5", "--quiet"]
 

@@ -39,11 +39,11 @@ from conftest import DOCKER_IMAGE, lines_of, process_table, worker_host_pid
 from paths import SHARED
 
 from potrun import ExecResult, Sandbox, Status
-from potrun.sandbox import pool as pool_module
-from potrun.sandbox.fake import FakeBackend
-from potrun.sandbox.isolation import PIDS_CGROUP_ROOT
-from potrun.sandbox.pool import START_TRIES, Pool
-from potrun.sandbox.protocol import PROTOCOL_VERSION, RunRequest, encode
+from potrun.sandbox.kernel.isolation import PIDS_CGROUP_ROOT
+from potrun.sandbox.parent import pool as pool_module
+from potrun.sandbox.parent.fake import FakeBackend
+from potrun.sandbox.parent.pool import START_TRIES, Pool
+from potrun.sandbox.wire.protocol import PROTOCOL_VERSION, RunRequest, encode
 from potrun.types import SandboxUnavailable
 
 MACHINE_STATUSES = {"crashed", "sandbox_error", "timeout"}  # what a fault may make of the program it hit

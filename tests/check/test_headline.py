@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from potrun.check.pipeline import RecordResult
 from potrun.cli import main
-from potrun.html_report import load_report, render_markdown
-from potrun.pipeline import RecordResult
-from potrun.report import Summary, render
+from potrun.reports.html import load_report, render_markdown
+from potrun.reports.table import Summary, render
 
 
 def sampled(line: int, n: int, correct: int, first: bool) -> RecordResult:

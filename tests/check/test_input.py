@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from paths import REPO
 
+from potrun.check.records import Record, count_records, field_value, first_field, is_missing, read_records
 from potrun.cli import main
-from potrun.records import Record, count_records, field_value, first_field, is_missing, read_records
 from potrun.types import BadRecord
 
 DATA = REPO / "tests" / "data"

@@ -18,8 +18,8 @@ pa = pytest.importorskip("pyarrow")
 import pyarrow.ipc  # noqa: E402
 
 from potrun import InputError, read_records  # noqa: E402
+from potrun.check.records import Record, field_value  # noqa: E402
 from potrun.cli import main  # noqa: E402
-from potrun.records import Record, field_value  # noqa: E402
 
 ROWS = [{"id": i, "output": f"ans = {i} * 2", "answer": str(2 * i if i % 3 else 2 * i + 1)} for i in range(1, 31)]
 

@@ -1,4 +1,4 @@
-"""Process-aware golds (potrun.process_golds): captured values and checklists, checker programs.
+"""Process-aware golds (potrun.check.process_golds): captured values and checklists, checker programs.
 
 - capture: the numbers a program's variables held come back as plain floats, only when asked, from
   the entry function's locals and the module's globals, bounded, with no method of the program's own
@@ -27,18 +27,18 @@ from conftest import describe
 from paths import REPO
 
 from potrun import Sandbox, Status
-from potrun.cli import main
-from potrun.pipeline import CheckOptions, check_records
-from potrun.process_golds import (
+from potrun.check.pipeline import CheckOptions, check_records
+from potrun.check.process_golds import (
     ProcessGoldError,
     answer_literal,
     checker_program,
     observed_in_text,
     read_process_gold,
 )
-from potrun.records import read_records
-from potrun.report import Summary, render
-from potrun.sandbox.runner import MAX_CAPTURED, Capture
+from potrun.check.records import read_records
+from potrun.cli import main
+from potrun.reports.table import Summary, render
+from potrun.sandbox.inside.runner import MAX_CAPTURED, Capture
 
 CHECKERS = REPO / "examples" / "checkers"
 PUZZLES = REPO / "examples" / "puzzles.jsonl"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import threading
 
-from potrun.report import Progress
+from potrun.reports.table import Progress
 from potrun.sandbox.api import Sandbox
 
 

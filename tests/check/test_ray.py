@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from test_durability import RUN_STATISTICS, build_input, results_of, slow_program, slow_value
 
-from potrun import engines
+from potrun.check import engines
+from potrun.check.pipeline import CheckOptions
+from potrun.check.records import read_records
 from potrun.cli import main
-from potrun.pipeline import CheckOptions
-from potrun.records import read_records
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'potrun[ray]')")
 pytestmark = pytest.mark.ray

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from potrun.scoring import ChecklistItem, ChecklistResult, check_checklist, majority_vote, pass_at_k
+from potrun.check.scoring import ChecklistItem, ChecklistResult, check_checklist, majority_vote, pass_at_k
 from potrun.types import ExecResult, Status
 
 # ----------------------------------------------------------------- pass@k

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 import potrun
+from potrun.check.pipeline import RecordResult
+from potrun.check.runrecord import _package_digest, file_identity, rules_fingerprint
+from potrun.check.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, mcnemar_exact_p, mean_with_bootstrap, proportion
 from potrun.cli import main
-from potrun.pipeline import RecordResult
-from potrun.report import MISSING_GROUP, Summary, render
-from potrun.runrecord import _package_digest, file_identity, rules_fingerprint
-from potrun.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, mcnemar_exact_p, mean_with_bootstrap, proportion
+from potrun.reports.table import MISSING_GROUP, Summary, render
 
 Z = NormalDist().inv_cdf(0.975)
 

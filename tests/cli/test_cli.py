@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from paths import REPO
 
+from potrun.check.records import Record, read_records
 from potrun.cli import main
-from potrun.records import Record, read_records
 from potrun.types import BadRecord
 
 EXAMPLE = REPO / "examples" / "docmath_outputs.jsonl"

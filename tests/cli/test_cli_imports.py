@@ -1,4 +1,4 @@
-"""The CLI calls the public API only: every name potrun/cli.py imports from the project is public."""
+"""The CLI calls the public API only: every name potrun/cli/__init__.py imports from the project is public."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import importlib
 
 from paths import REPO
 
-CLI = REPO / "potrun" / "cli.py"
+CLI = REPO / "potrun" / "cli" / "__init__.py"
 
 
 def imported_names() -> list[tuple[str, str]]:

@@ -9,9 +9,9 @@ import json
 import pytest
 from paths import SHARED
 
+from potrun.check.pipeline import CheckOptions, check_records
+from potrun.check.records import Record
 from potrun.comparators import PRESETS, compare, gsm8k_gold
-from potrun.pipeline import CheckOptions, check_records
-from potrun.records import Record
 from potrun.rewards import score_completions
 from potrun.sandbox.api import Sandbox
 from potrun.validation import validate

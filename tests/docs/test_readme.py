@@ -314,7 +314,7 @@ ELSEWHERE = {
     "potrun report": PROSE,
     "potrun check preds.jsonl": "a placeholder for the user's file (the bundled example runs in .ci/check-wheel)",
     "potrun check PREDS --out FILE --resume": "a placeholder; resuming is tested in tests/check/test_durability.py",
-    "python -s -P -m potrun.sandbox.worker": "the worker's command line: the pool starts it in every sandbox test",
+    "python -s -P -m potrun.sandbox.inside.worker": "the worker's command line: the pool starts it in every sandbox test",
     "python -c": PROSE,
     "docker run": PROSE,
     "docker build": PROSE,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from paths import REPO
 
-from potrun.image import DOCKERFILE, find_dockerfile
+from potrun.tools.image import DOCKERFILE, find_dockerfile
 
 
 def test_the_dockerfile_has_one_home() -> None:
@@ -49,4 +49,4 @@ def test_the_wheel_contains_the_dockerfile_and_main(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         assert archive.read(f"potrun/sandbox/{DOCKERFILE}") == (REPO / DOCKERFILE).read_bytes()
-    assert {"potrun/__main__.py", "potrun/py.typed", "potrun/sandbox/worker.py"} <= names
+    assert {"potrun/__main__.py", "potrun/py.typed", "potrun/sandbox/inside/worker.py"} <= names

@@ -961,7 +961,7 @@ def test_import_hook_called_as_a_function_gets_no_other_module() -> None:
     """Reached from a call rather than an import statement (as a library's C code reaches it), the hook
     hands out only the libraries pure programs use, never os or sys."""
     namespace = {**pure_globals(), "hook": PURE_BUILTINS["__import__"]}
-    for name in ("os", "sys", "builtins", "potrun.sandbox.worker"):
+    for name in ("os", "sys", "builtins", "potrun.sandbox.inside.worker"):
         with pytest.raises(ImportError):
             exec(compile(f"hook({name!r})", FILENAME, "exec"), namespace)
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import Pools, describe
 
 from potrun import Sandbox, Status, UsageError
-from potrun.sandbox.protocol import INPUT_LIMIT, STREAM_LIMIT, check_result
+from potrun.sandbox.wire.protocol import INPUT_LIMIT, STREAM_LIMIT, check_result
 
 
 @pytest.fixture

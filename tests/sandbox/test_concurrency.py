@@ -265,7 +265,7 @@ def test_streams_behind_a_slow_program_with_the_answer_budget_spent(
 ) -> None:
     """With the bytes of held answers past the budget, the dispatcher reads only the workers that have
     a program some stream waits for: every stream still gets all of its results, right and in order."""
-    import potrun.sandbox.pool as pool_module
+    import potrun.sandbox.parent.pool as pool_module
 
     monkeypatch.setattr(pool_module, "MAX_AHEAD_BYTES", 2_000)
     slow = "ans = sum(range(3_000_000)) * 0 + 7"

@@ -1,4 +1,4 @@
-"""The docker backend (sandbox/docker.py), `potrun doctor` and `potrun image`.
+"""The docker backend (sandbox/parent/docker.py), `potrun doctor` and `potrun image`.
 
 Tests marked `docker` need a running engine and the sandbox image (`potrun image build`, or
 .ci/setup-docker.sh where no registry is reachable). They skip, saying why, when either is missing, and
@@ -28,8 +28,8 @@ import pytest
 from paths import SHARED
 
 from potrun.cli import main
-from potrun.sandbox import docker as backend
-from potrun.sandbox import isolation
+from potrun.sandbox.kernel import isolation
+from potrun.sandbox.parent import docker as backend
 from potrun.types import Limits, SandboxUnavailable, Status
 
 GSM8K = SHARED / "pot" / "gsm8k_fewshot_codex.jsonl"
@@ -42,7 +42,7 @@ SLOW_LOOP = "x = 0\nfor i in range(2 * 10**6):\n    x += i\nans = x"
 def test_container_options_carry_all_the_hardening():
     limits = Limits(memory_mb=1024, max_processes=32)
     options = backend.container_options(image="img:1", limits=limits, hash_seed=7, session="s1", name="n")
-    assert options["command"] == ["python3", "-s", "-P", "-m", "potrun.sandbox.worker", "--scratch-is-private"]
+    assert options["command"] == ["python3", "-s", "-P", "-m", "potrun.sandbox.inside.worker", "--scratch-is-private"]
     assert options["stdin_open"] is True and options["tty"] is False and options["detach"] is False
     assert options["network_mode"] == "none"
     assert options["read_only"] is True
@@ -446,7 +446,7 @@ def test_a_worker_that_dies_at_start_says_why(engine, monkeypatch, caplog):
     monkeypatch.setattr(backend, "WORKER_COMMAND", failing)
     box = _sandbox(workers=1)
     with (
-        caplog.at_level("WARNING", logger="potrun.sandbox.docker"),
+        caplog.at_level("WARNING", logger="potrun.sandbox.parent.docker"),
         pytest.raises(SandboxUnavailable, match="did not start"),
     ):
         box.start()

@@ -19,8 +19,8 @@ from conftest import describe
 from potrun import Isolation, Sandbox, Status, UsageError
 from potrun.policies import get_policy
 from potrun.policies.restricted import Guards, PolicyViolation
-from potrun.sandbox import values
-from potrun.sandbox.protocol import MAX_FRAME, FrameReader, ProtocolError, decode, encode
+from potrun.sandbox.wire import values
+from potrun.sandbox.wire.protocol import MAX_FRAME, FrameReader, ProtocolError, decode, encode
 
 # ------------------------------------------------------------------------------- the import guard
 
@@ -181,7 +181,7 @@ def test_a_worker_imports_on_demand_the_modules_its_programs_used() -> None:
 
 
 def test_fork_isolation_gets_two_workers_per_core() -> None:
-    from potrun.sandbox.pool import default_workers
+    from potrun.sandbox.parent.pool import default_workers
 
     assert (
         Sandbox(policy="trusted", isolation="fork").workers == 2 * default_workers() == default_workers(Isolation.FORK)

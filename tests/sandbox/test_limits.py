@@ -33,8 +33,15 @@ from conftest import assert_pool_healthy, describe
 
 from potrun import Limits, Sandbox, Status
 from potrun.cli import main
-from potrun.sandbox.cputimer import CpuTimer, default_signals
-from potrun.sandbox.protocol import REQUEST_HEADER, RunRequest, decode, encode_request, request_header, request_message
+from potrun.sandbox.inside.cputimer import CpuTimer, default_signals
+from potrun.sandbox.wire.protocol import (
+    REQUEST_HEADER,
+    RunRequest,
+    decode,
+    encode_request,
+    request_header,
+    request_message,
+)
 from potrun.types import WALL_FLOOR_S, WALL_MULTIPLE, default_wall_timeout
 
 CPU_S = 0.5  # the CPU limit of most tests: small, so that a kill costs little

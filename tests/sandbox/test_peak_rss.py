@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from potrun.sandbox.api import Sandbox
-from potrun.sandbox.protocol import check_result
+from potrun.sandbox.wire.protocol import check_result
 
 BIG = "x = bytearray(300 * 1024 * 1024)\nans = len(x)\n"  # 300 MiB, resident: bytearray zero-fills
 SMALL = "ans = 6 * 7\n"

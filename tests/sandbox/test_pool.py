@@ -1,4 +1,4 @@
-"""The pool's own logic, on the in-process fake backend (`potrun.sandbox.fake`): results in input order
+"""The pool's own logic, on the in-process fake backend (`potrun.sandbox.parent.fake`): results in input order
 whatever order the workers answer in, a worker that dies mid-job (its jobs retried once, then
 sandbox_error), a stream its caller abandons, the budget of answers held, and the watchdog. Fast: no
 process is started. The real backends' behaviour is tested where the tests claim it (test_sandbox,
@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from potrun.sandbox import pool as pool_module
-from potrun.sandbox.fake import FakeBackend, Handler
-from potrun.sandbox.pool import MAX_ATTEMPTS, Pool
-from potrun.sandbox.protocol import RunRequest
+from potrun.sandbox.parent import pool as pool_module
+from potrun.sandbox.parent.fake import FakeBackend, Handler
+from potrun.sandbox.parent.pool import MAX_ATTEMPTS, Pool
+from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import ExecResult, Limits, Status
 
 

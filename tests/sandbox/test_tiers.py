@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from potrun import Sandbox
+from potrun.check.runrecord import machine
 from potrun.cli import main
-from potrun.doctor import tier_line
 from potrun.policies import pure
-from potrun.runrecord import machine
+from potrun.tools.doctor import tier_line
 
 REVIEWED = pure.warm_tier_refusal() is None
 

@@ -14,8 +14,8 @@ PROGRAM = "import sys\nans = sorted(name for name in sys.modules if name.startsw
 def test_a_worker_holds_neither_the_pool_nor_the_facade(pools: Pools, backend: str) -> None:
     result = pools.get("trusted", backend).run(PROGRAM)  # trusted: it may read sys.modules
     assert result.status is Status.OK, describe(result)
-    assert isinstance(result.value, list) and "potrun.sandbox.runner" in result.value  # a worker's modules
-    assert "potrun.sandbox.pool" not in result.value and "potrun.sandbox.api" not in result.value
+    assert isinstance(result.value, list) and "potrun.sandbox.inside.runner" in result.value  # a worker's modules
+    assert "potrun.sandbox.parent.pool" not in result.value and "potrun.sandbox.api" not in result.value
 
 
 def test_importing_potrun_loads_no_submodule() -> None:

@@ -194,7 +194,7 @@ def test_the_seccomp_filter_numbers_every_listed_call_once_per_machine() -> None
     """A misspelt or missing name would change the filter without a word: every allowed and denied name
     has a number on x86_64 (aarch64 lacks only legacy calls, none of them denied), no two the same, no
     name both allowed and denied; each allowed number passes the filter's search and no other does."""
-    from potrun.sandbox import seccomp
+    from potrun.sandbox.kernel import seccomp
 
     legacy = {"iopl", "ioperm"}
     assert not set(seccomp.ALLOWED) & set(seccomp.DENIED_NAMES)
@@ -224,7 +224,7 @@ def _run_filter(program: bytes, numbers: dict[str, int], nr: int, arg0: int = 0)
     """A small interpreter of the filter's classic BPF, for one call on the filter's own machine."""
     import struct
 
-    from potrun.sandbox import seccomp
+    from potrun.sandbox.kernel import seccomp
 
     arch = next(a for a, table in seccomp.ARCHES.values() if table is numbers)
     data = {seccomp.OFFSET_NR: nr, seccomp.OFFSET_ARCH: arch, seccomp.OFFSET_ARG0: arg0}
@@ -257,7 +257,7 @@ def test_the_seccomp_filter_allows_only_what_is_listed(box: Sandbox) -> None:
     result = box.run(
         textwrap.dedent("""
         import ctypes, os, subprocess, sys, threading
-        from potrun.sandbox import seccomp
+        from potrun.sandbox.kernel import seccomp
         numbers = seccomp.ARCHES[os.uname().machine][1]
         libc = ctypes.pythonapi  # (a trusted program may not load a library; libc's symbols are there)
         libc.__errno_location.restype = ctypes.c_void_p
@@ -524,7 +524,7 @@ def test_the_worker_empties_its_ipc_namespace() -> None:
     check = textwrap.dedent(
         """
         import ctypes
-        from potrun.sandbox import isolation
+        from potrun.sandbox.kernel import isolation
         assert isolation.unshare_ipc()
         libc = ctypes.CDLL(None)
         made = [libc.shmget(0, 4096, 0o1600), libc.shmget(0, 4096, 0o1600), libc.semget(0, 1, 0o1600), libc.msgget(0, 0o1600)]
@@ -629,7 +629,7 @@ def test_files_without_bytes_cannot_fill_the_worker_s_memory(backend: str) -> No
     """Red team, session 13: 440,000 empty files (0 bytes of the scratch's size) cost the kernel enough
     memory, charged to the worker's cgroup, that the worker was OOM-killed. The scratch holds
     SCRATCH_INODES files at most: the program gets ENOSPC and the worker goes on."""
-    from potrun.sandbox import isolation
+    from potrun.sandbox.kernel import isolation
 
     with Sandbox(backend, policy="trusted", isolation="fork", workers=1, timeout=TIMEOUT_S, memory_mb=MEMORY_MB) as box:
         filler, victim = box.run_many([MANY_FILES, "ans = 42"])
@@ -640,7 +640,7 @@ def test_files_without_bytes_cannot_fill_the_worker_s_memory(backend: str) -> No
 
 
 def test_the_worker_removes_any_tree_and_follows_no_link(tmp_path: Path) -> None:
-    from potrun.sandbox.worker import _remove_tree
+    from potrun.sandbox.inside.worker import _remove_tree
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -740,7 +740,7 @@ def test_a_fork_cannot_read_the_programs_before_or_after_it(backend: str) -> Non
 
 SIBLING = r"""
 import os, sys, time
-libc = sys.modules['potrun.sandbox.isolation']._libc  # the runner's own handle: no dlopen
+libc = sys.modules['potrun.sandbox.kernel.isolation']._libc  # the runner's own handle: no dlopen
 me = os.getpid()
 pid = libc.syscall(56 if os.uname().machine == 'x86_64' else 220, 0x8000 | 17, 0, 0, 0, 0)  # clone(CLONE_PARENT | SIGCHLD)
 if pid == 0:

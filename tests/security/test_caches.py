@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from potrun import rewards
-from potrun.cache import ResultCache, cacheable
+from potrun.check.cache import ResultCache, cacheable
 from potrun.types import ExecResult, Status
 
 # A program for each status, under the trusted policy (the OS boundary decides), and whether the

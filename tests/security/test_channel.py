@@ -18,8 +18,8 @@ import pytest
 from conftest import describe
 
 from potrun import Sandbox, Status
-from potrun.sandbox.pool import Pool
-from potrun.sandbox.protocol import ProtocolError, RunRequest, check_result, encode, result_from_wire
+from potrun.sandbox.parent.pool import Pool
+from potrun.sandbox.wire.protocol import ProtocolError, RunRequest, check_result, encode, result_from_wire
 from potrun.types import ExecResult
 
 # -- bytes written anywhere ------------------------------------------------------------------------
@@ -146,7 +146,7 @@ class _ScriptedWorker:
     def write(self, data: bytes) -> int:
         import os
 
-        from potrun.sandbox.protocol import REQUEST_HEADER, FrameReader, request_message
+        from potrun.sandbox.wire.protocol import REQUEST_HEADER, FrameReader, request_message
 
         reader = FrameReader()
         for body in reader.feed(bytes(data)):
@@ -166,7 +166,7 @@ class _ScriptedWorker:
 
 
 def _protocol() -> int:
-    from potrun.sandbox.protocol import PROTOCOL_VERSION
+    from potrun.sandbox.wire.protocol import PROTOCOL_VERSION
 
     return PROTOCOL_VERSION
 

@@ -665,7 +665,7 @@ PAIRS = [
     # -- potrun's own code
     pair(
         armed("""
-        import potrun.sandbox.values as values
+        import potrun.sandbox.wire.values as values
         real = values.to_plain
         values.to_plain = lambda value, depth=0: real(value, depth) if value == 'armed' else 42
     """),
@@ -674,7 +674,7 @@ PAIRS = [
     ),
     pair(
         escaped("""
-        values = sys.modules['potrun.sandbox.values']
+        values = sys.modules['potrun.sandbox.wire.values']
         real = values.to_plain
         setattr(values, 'to_plain', lambda value, depth=0: real(value, depth) if value == 'armed' else 42)
     """),
@@ -684,7 +684,7 @@ PAIRS = [
     pair(
         armed("""
         import gc, sys
-        Runner = sys.modules['potrun.sandbox.runner'].Runner
+        Runner = sys.modules['potrun.sandbox.inside.runner'].Runner
         real = Runner.run
         def forged(self, request):
             result, recycle = real(self, request)
@@ -701,7 +701,7 @@ PAIRS = [
     ),
     pair(
         escaped("""
-        runner = sys.modules['potrun.sandbox.runner']
+        runner = sys.modules['potrun.sandbox.inside.runner']
         real = runner.Runner.run
         def forged(self, request):
             result, recycle = real(self, request)
@@ -715,7 +715,7 @@ PAIRS = [
     pair(
         armed("""
         import sys, json
-        for name in ('__main__', 'potrun.sandbox.worker', 'potrun.sandbox.protocol'):
+        for name in ('__main__', 'potrun.sandbox.inside.worker', 'potrun.sandbox.wire.protocol'):
             module = sys.modules.get(name)
             if module is None or not hasattr(module, 'dumps'):
                 continue
@@ -732,7 +732,7 @@ PAIRS = [
     ),
     pair(
         escaped("""
-        runner = sys.modules['potrun.sandbox.runner']
+        runner = sys.modules['potrun.sandbox.inside.runner']
         setattr(runner, '_parse_printed', lambda line: 42)
         setattr(runner, 'STDOUT_TAIL', 1)
     """),

@@ -46,7 +46,7 @@ from conftest import (
 from paths import SHARED
 
 from potrun import ExecResult, Isolation, Sandbox, Status
-from potrun.sandbox import isolation
+from potrun.sandbox.kernel import isolation
 
 DATA = SHARED
 HOSTILE = [
@@ -592,7 +592,7 @@ def test_trusted_programs_get_no_privilege(box: Sandbox, source: str, tmp_path: 
 
 def test_leftovers_of_a_dead_potrun_are_removed(tmp_path: Path) -> None:
     """A SIGKILLed potrun cannot clean up after its workers; the next one removes what they left."""
-    from potrun.sandbox import process
+    from potrun.sandbox.parent import process
 
     gone = os.fork()
     if gone == 0:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from potrun.report import inert
+from potrun.reports.table import inert
 
 ACTING = ["\x1b[2J", "\x1b[H", "\x1b]0;owned\x07", "\r", "\x08", "\u202e", "\x9b31m", "\u2028", "\x7f"]
 MARKUP = ["[bold red]", "[/]", "$\\frac{1}{0}$", "$x^{", "|", "*", "<script>", "`"]

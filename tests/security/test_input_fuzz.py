@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from paths import REPO
 
-from potrun.pipeline import CheckOptions, check_records
-from potrun.records import read_records
+from potrun.check.pipeline import CheckOptions, check_records
+from potrun.check.records import read_records
 from potrun.sandbox.api import Sandbox
 from potrun.types import Status
 

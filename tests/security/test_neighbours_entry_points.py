@@ -21,8 +21,8 @@ import pytest
 from test_neighbours import MEMORY_MB, SEED, Program, _victims, generated_aggressors
 
 from potrun import rewards
-from potrun.cache import ResultCache
-from potrun.pipeline import RecordResult
+from potrun.check.cache import ResultCache
+from potrun.check.pipeline import RecordResult
 
 PAIRS = 24
 TIMEOUT_S = 2.0  # one limit for every program of an entry point: far above any victim's CPU time

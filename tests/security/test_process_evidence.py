@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from potrun.pipeline import CheckOptions, check_records
-from potrun.records import read_records
+from potrun.check.pipeline import CheckOptions, check_records
+from potrun.check.records import read_records
+from potrun.check.scoring import check_checklist, spray_limit
 from potrun.sandbox.api import Sandbox
-from potrun.scoring import check_checklist, spray_limit
 
 
 def _checked(tmp_path: Path, records: list[dict[str, object]], mode: str = "pot") -> dict[object, dict[str, object]]:

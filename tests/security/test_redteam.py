@@ -158,7 +158,7 @@ def test_restricted_sympy_runs_no_program_string(fork: Sandbox, name: str, attac
 def test_the_warm_compile_cache_is_bounded_by_characters_too() -> None:
     """4,000 pure programs of 48 KB each were all kept compiled in the warm runner (~400 MB, outside
     any program's limits, in the memory cgroup forks share: a later fork got memory_limit)."""
-    from potrun.sandbox.runner import COMPILE_CACHE_CHARS, Runner
+    from potrun.sandbox.inside.runner import COMPILE_CACHE_CHARS, Runner
 
     runner = Runner(None)
     body = "x = '" + "y" * 48_000 + "'\n"

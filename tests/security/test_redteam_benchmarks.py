@@ -14,7 +14,7 @@ import pytest
 from conftest import Pools
 from paths import SHARED
 
-from potrun.cache import CachedSandbox
+from potrun.check.cache import CachedSandbox
 from potrun.cli import main
 from potrun.comparators import compare
 from potrun.extractors import response_text

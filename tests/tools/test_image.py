@@ -1,4 +1,4 @@
-"""potrun.image: build tooling for the sandbox image.
+"""potrun.tools.image: build tooling for the sandbox image.
 
 Fast tests run everywhere (a fake `docker` on PATH stands in for the CLI). Tests marked `docker`
 run the real image with the hardening the docker backend uses; they skip when no engine or image is
@@ -20,7 +20,7 @@ import zipfile
 import pytest
 from paths import REPO
 
-from potrun import image
+from potrun.tools import image
 from potrun.types import SandboxUnavailable
 
 # ----------------------------------------------------------------------------------- pure parts
@@ -79,7 +79,7 @@ def test_dockerfile_keeps_the_contract():
     assert "USER 10001" in final and "WORKDIR /tmp" in final
     for var in ("PYTHONDONTWRITEBYTECODE=1", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1"):
         assert var in final
-    assert lines[-1] == 'CMD ["python3", "-s", "-P", "-m", "potrun.sandbox.worker"]'
+    assert lines[-1] == 'CMD ["python3", "-s", "-P", "-m", "potrun.sandbox.inside.worker"]'
 
 
 # ------------------------------------------------------------------------ docker CLI and engine
@@ -238,7 +238,7 @@ def test_image_is_labelled_and_runs_the_worker(sandbox_image):
     )
     label, user, cmd = proc.stdout.strip().split(" ", 2)
     assert (label, user) == ("1", "10001")
-    assert cmd == '["python3","-s","-P","-m","potrun.sandbox.worker"]'
+    assert cmd == '["python3","-s","-P","-m","potrun.sandbox.inside.worker"]'
 
 
 class _Image:
@@ -263,21 +263,21 @@ class _Client:
 def test_an_image_of_other_code_is_refused_with_the_fix(labels: dict[str, str] | None) -> None:
     # a worker or policy from before a fix would otherwise run without a word (session 13: the image
     # of the morning ran the policy the red team escaped, after the fix had landed)
-    from potrun.sandbox.docker import require_image
+    from potrun.sandbox.parent.docker import require_image
 
     with pytest.raises(SandboxUnavailable, match="potrun image build"):
         require_image(_Client(labels), "potrun-sandbox:latest")
 
 
 def test_an_image_of_this_code_is_taken() -> None:
-    from potrun.sandbox.docker import CODE_LABEL, code_fingerprint, require_image
+    from potrun.sandbox.parent.docker import CODE_LABEL, code_fingerprint, require_image
 
     client = _Client({CODE_LABEL: code_fingerprint()})
     assert require_image(client, "potrun-sandbox:latest") is client.images.get("x")
 
 
 def test_the_fingerprint_covers_the_worker_and_the_policies() -> None:
-    from potrun.sandbox import docker
+    from potrun.sandbox.parent import docker
 
     fingerprint = docker.code_fingerprint()
     assert re.fullmatch(r"[0-9a-f]{64}", fingerprint)

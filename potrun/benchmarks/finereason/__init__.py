@@ -41,8 +41,8 @@ from potrun.benchmarks.finereason.graphcoloring import GraphColoring
 from potrun.benchmarks.finereason.gridpuzzle import GridPuzzle
 from potrun.benchmarks.finereason.rules import VALID, PuzzleError, RulesTooCostly
 from potrun.benchmarks.finereason.sudoku import Sudoku
-from potrun.pipeline import Plan, RecordResult
-from potrun.records import Record
+from potrun.check.pipeline import Plan, RecordResult
+from potrun.check.records import Record
 from potrun.types import BadRecord
 
 SANDBOX: dict[str, Any] = {}  # nothing runs in the sandbox

@@ -1,0 +1,1 @@
+"""Tools beside the checks: `potrun doctor`, `potrun bench`, `potrun image`."""

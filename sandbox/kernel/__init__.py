@@ -1,0 +1,1 @@
+"""The kernel mechanisms the worker sets up: isolation (rlimits, privileges), memory cgroups, namespaces, seccomp."""

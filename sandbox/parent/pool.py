@@ -1,0 +1,634 @@
+"""The parent's side of the sandbox: a pool of workers behind a tiny backend interface.
+
+A backend only knows how to start a worker and give back a `WorkerConnection` (two byte streams and a
+way to kill it): a local process (`process.py`), a long-lived container (`docker.py`), or for tests of
+the pool itself, a thread that answers with a handler (`fake.py`). The pool does
+the rest, the same for every backend. One thread of its own, the dispatcher, owns the workers: it
+sends them requests, a few ahead so that no worker waits for a round trip, takes their answers, and
+watches each worker from outside. A worker that dies, breaks the protocol or stops answering is killed
+and replaced. Only the program it was running (the oldest it held: a worker runs them in order) is
+charged for the death: it is retried once, then reported as `sandbox_error`; the programs queued behind
+it had not started, and are sent again free (their `attempts` unchanged). A worker that fails to start
+(at the pool's start, or as a replacement) is started again after a pause, up to START_TRIES times, each
+reason logged; only a failure that persists ends the pool (`SandboxUnavailable`). The run goes on.
+A timeout the machine's load may have caused (the wall-clock net stopped a program that was computing)
+is confirmed by a second run under a wider net before it is reported (`potrun.types.confirming_limits`).
+
+Callers never touch a worker. Each call to `run_many` is a `Stream`: its requests are numbered, queued
+for the dispatcher, and its results come back to it alone, put back in input order by the caller's own
+thread. Any number of threads (and asyncio tasks, `Sandbox.arun_many`) may run streams at once; their
+requests share the workers' pipelines, and no lock serializes them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import select
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from queue import SimpleQueue
+from typing import TYPE_CHECKING, Any, Protocol
+
+from potrun.sandbox.wire.protocol import (
+    PROTOCOL_VERSION,
+    FrameReader,
+    ProtocolError,
+    RunRequest,
+    decode,
+    encode_exit,
+    encode_request,
+    result_from_wire,
+)
+from potrun.types import ExecResult, Isolation, SandboxUnavailable, Status, confirming_limits
+
+if TYPE_CHECKING:
+    import asyncio
+
+PIPELINE_DEPTH = 128  # requests in flight per worker: twice what a warm runner holds (WARM_QUEUE)
+MAX_AHEAD = 20_000  # results a stream holds for in-order delivery behind one slow program...
+# ...all streams holding at most about this many bytes of answers: past it, the dispatcher reads only
+# the workers that have a program some stream waits for, and the others wait (back-pressure on the
+# sandbox, not memory here).
+MAX_AHEAD_BYTES = 16 << 20
+SUBMIT_BATCH = 16  # requests a caller hands over at once: the dispatcher starts on them while it reads on
+WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
+START_TIMEOUT_S = 60.0
+# A worker that does not start (killed as it starts, a container the engine could not make in time) is
+# tried again after these pauses: START_TRIES tries in all, 3.1 s of pauses, before the pool gives up.
+START_PAUSES_S = (0.1, 0.5, 2.5)
+START_TRIES = len(START_PAUSES_S) + 1
+DRAIN_READS = 64  # reads of a lost worker's last answers (each up to 64 KiB): bounded, whatever it wrote
+MAX_ATTEMPTS = 2  # runs of a program during which its worker died, before it is a sandbox_error
+
+log = logging.getLogger("potrun.sandbox")
+
+
+class StartFailed(Exception):
+    """One try at starting a worker failed (the pool tries again; `SandboxUnavailable` if it persists)."""
+
+
+class WorkerConnection(Protocol):
+    """One running worker, as a backend provides it."""
+
+    def read_fd(self) -> int: ...
+    def write_fd(self) -> int: ...
+    def read(self) -> bytes: ...  # what is available now; b"" at end of stream
+    def write(self, data: bytes) -> int: ...  # non-blocking; bytes taken
+    def kill(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def start_worker(self, slot: int) -> WorkerConnection: ...
+    def close(self) -> None: ...
+
+
+# What a stream is handed: the results that arrived in one turn of the dispatcher, each (index, result,
+# bytes held), or why no more will come.
+Arrival = list[tuple[int, ExecResult | None, int]] | BaseException
+
+
+class Stream:
+    """One caller's requests: numbered as they are submitted; each result reaches the caller through
+    `deliver` (called from the dispatcher's thread), and the caller's own thread puts them in order.
+
+    The dispatcher reads `next` (the index due: a stream waits for it); `cancelled` and `held` change
+    under the pool's lock."""
+
+    def __init__(self, deliver: Callable[[Arrival], None]) -> None:
+        self.deliver = deliver
+        self.next = 0  # the index of the result due next
+        self.issued = 0  # requests numbered so far
+        self.arrived = 0  # of them, results taken (None requests count at once)
+        self.exhausted = False
+        self.cancelled = False
+        self.held = 0  # bytes of the answers delivered to this stream and not yet taken out in order
+        self.done: dict[int, tuple[ExecResult | None, int]] = {}  # index -> (result, bytes of its answer)
+
+    @property
+    def finished(self) -> bool:
+        return self.exhausted and self.next == self.issued
+
+    @property
+    def outstanding(self) -> int:
+        return self.issued - self.arrived
+
+    def waits(self) -> bool:
+        """Whether the result due is still to come from the dispatcher."""
+        return self.next not in self.done and self.next < self.issued
+
+
+@dataclass(slots=True)
+class Job:
+    stream: Stream
+    index: int  # in its stream
+    request: RunRequest
+    wire_id: int  # unique in the pool: the id the worker answers with
+    attempts: int = 0  # runs sent to a worker
+    sent_end: int = 0  # where its request ends in the bytes queued to its worker (`Slot.queued`)
+    confirming: bool = False  # run again to confirm a timeout the load may have caused (`confirming_limits`)
+
+
+@dataclass(eq=False)
+class Slot:
+    """A worker and the jobs sent to it, oldest first."""
+
+    number: int
+    conn: WorkerConnection
+    reader: FrameReader = field(default_factory=FrameReader)
+    inflight: deque[Job] = field(default_factory=deque)
+    outbox: bytearray = field(default_factory=bytearray)
+    queued: int = 0  # bytes ever queued to the worker...
+    written: int = 0  # ...and of them, written: a job whose request was not written whole never ran
+    answered: int = 0  # answers taken from it
+    progress: float = field(default_factory=time.monotonic)
+    hello: dict[str, Any] = field(default_factory=dict)
+
+    def deadline(self) -> float:
+        head = self.inflight[0].request.limits.wall_limit_s
+        return self.progress + head + WATCHDOG_GRACE_S
+
+
+class Pool:
+    def __init__(self, backend: Backend, size: int) -> None:
+        if size < 1:
+            raise ValueError("a pool needs at least one worker")
+        self.backend = backend
+        self.size = size
+        self.slots: list[Slot] = []
+        self.replaced = 0
+        self.completed = 0  # programs whose results have arrived, for every stream
+        self._pending: deque[Job] = deque()  # submitted, not yet sent to a worker (callers append)
+        # The streams open. Weak: a caller that vanished without closing its stream (an async generator
+        # collected after its loop closed) takes the stream, and the bytes it held, with it.
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+        self._arrived: dict[Stream, list[tuple[int, ExecResult | None, int]]] = {}  # this turn's results
+        self._lock = threading.Lock()  # guards _streams, each stream's cancelled and held, and _failure
+        self._failure: BaseException | None = None  # why the pool runs nothing more
+        self._wire_ids = itertools.count()
+        self._closing = False
+        self._closed = threading.Event()  # set by close(): a pause between two tries to start a worker ends
+        self._barren: dict[int, int] = {}  # slot -> its workers lost in a row before they took a program
+        self._in_select = False  # the dispatcher waits for I/O: a submit must wake it
+        self._rationed = False  # held answers are past the budget: only workers with a due program are read
+        self._woken = False
+        self._wake_read, self._wake_write = -1, -1
+        self._dispatcher: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    # -- life cycle ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            launched = [Slot(number, self.backend.start_worker(number)) for number in range(self.size)]  # at once
+            self.slots = list(launched)
+            for slot in launched:
+                try:
+                    self._await_hello(slot)
+                except StartFailed as exc:
+                    self.slots[slot.number] = self._start_slot(slot.number, failed=[str(exc)])
+        except BaseException:
+            self._stop_workers()  # no worker (or container) outlives a failed start
+            raise
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
+        self._dispatcher = threading.Thread(target=self._serve, name="potrun-dispatcher", daemon=True)
+        self._dispatcher.start()
+
+    def close(self) -> None:
+        """Stop the dispatcher, then the workers. A stream still running is told the pool closed."""
+        self._closing = True
+        self._closed.set()
+        if self._dispatcher is not None:
+            self._wake()
+            self._dispatcher.join()
+            self._dispatcher = None
+            for fd in (self._wake_read, self._wake_write):
+                os.close(fd)
+        self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        for slot in self.slots:
+            try:
+                slot.conn.write(encode_exit())
+            except OSError:
+                pass
+            slot.conn.kill()
+        self.slots = []
+        self.backend.close()
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return self.slots[0].hello.get("capabilities", {}) if self.slots else {}
+
+    @property
+    def failed(self) -> bool:
+        """Whether the pool stopped for good (a worker that could not be started again)."""
+        return self._failure is not None
+
+    def _start_slot(self, number: int, failed: list[str] | None = None) -> Slot:
+        """A started worker for slot `number`, tried up to START_TRIES times (`failed`: the reasons of
+        the tries already made), pausing between tries; SandboxUnavailable with every reason if none
+        starts. A worker of the wrong protocol is not tried again: it would never be right."""
+        reasons = list(failed or [])
+        while len(reasons) < START_TRIES:
+            if reasons:
+                log.warning(
+                    "%s worker %d did not start (try %d of %d): %s",
+                    self.backend.name,
+                    number,
+                    len(reasons),
+                    START_TRIES,
+                    reasons[-1],
+                )
+                if self._closed.wait(START_PAUSES_S[min(len(reasons), len(START_PAUSES_S)) - 1]):
+                    raise SandboxUnavailable("the sandbox was closed while a worker was starting")
+            try:
+                slot = Slot(number, self._launch(number))
+                self._await_hello(slot)
+                return slot
+            except StartFailed as exc:
+                reasons.append(str(exc))
+        raise SandboxUnavailable(
+            f"{self.backend.name} worker {number} did not start in {START_TRIES} tries: " + "; ".join(reasons)
+        )
+
+    def _launch(self, number: int) -> WorkerConnection:
+        try:
+            return self.backend.start_worker(number)
+        except OSError as exc:  # no process could be made now (EAGAIN, ENOMEM): worth another try
+            raise StartFailed(f"it could not be launched ({exc})") from None
+
+    def _await_hello(self, slot: Slot) -> None:
+        """Wait for the worker's hello; StartFailed (the worker killed) saying why when none comes."""
+        try:
+            slot.hello = self._read_hello(slot)
+        except StartFailed:
+            slot.conn.kill()
+            raise
+        self._check_protocol(slot)
+
+    def _read_hello(self, slot: Slot) -> dict[str, Any]:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([slot.conn.read_fd()], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    break
+                data = slot.conn.read()
+                if not data:
+                    raise StartFailed("it exited before its hello")
+                for body in slot.reader.feed(data):
+                    message = decode(body)
+                    if message.get("op") == "hello":
+                        return message
+        except (OSError, ProtocolError) as exc:
+            raise StartFailed(f"its output broke off or was not the protocol ({exc})") from None
+        except SandboxUnavailable as exc:  # a container that the engine could not make or start
+            raise StartFailed(str(exc)) from None
+        raise StartFailed(f"no hello within {START_TIMEOUT_S:g} s")
+
+    def _check_protocol(self, slot: Slot) -> None:
+        """A worker from an older image would misread every request: say so at start."""
+        spoken = slot.hello.get("protocol")
+        if spoken != PROTOCOL_VERSION:
+            slot.conn.kill()
+            raise SandboxUnavailable(
+                f"{self.backend.name} worker {slot.number} speaks protocol {spoken}, "
+                f"potrun speaks {PROTOCOL_VERSION}: rebuild the sandbox image"
+            )
+
+    def _replace(self, slot: Slot) -> None:
+        slot.conn.kill()
+        self.replaced += 1
+        self.slots[self.slots.index(slot)] = self._start_slot(slot.number)
+
+    # -- the callers' side -----------------------------------------------------------------------------
+
+    def run_many(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
+        """Run each request; yield one ExecResult per request, in input order.
+
+        A None request runs nothing and yields None in its place (a record with nothing to execute
+        keeps its place in the stream). Requests are read lazily, as the stream's window allows: at
+        most a pool's worth in flight, MAX_AHEAD results held behind a slow one."""
+        arrivals: SimpleQueue[Arrival] = SimpleQueue()
+        stream = self.open_stream(arrivals.put)
+        source = iter(requests)
+        try:
+            while not stream.finished:
+                yield from self.advance(stream, source, arrivals)
+                if stream.waits():
+                    self.take(stream, arrivals.get())
+        finally:
+            self.close_stream(stream)
+
+    def open_stream(self, deliver: Callable[[Arrival], None]) -> Stream:
+        if os.getpid() != self._pid:
+            raise SandboxUnavailable("this sandbox was started in another process: start one in this process")
+        stream = Stream(deliver)
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            if self._dispatcher is None or self._closing:
+                raise SandboxUnavailable("the sandbox is not running (closed, or never started)")
+            self._streams.add(stream)
+        return stream
+
+    def close_stream(self, stream: Stream) -> None:
+        """The caller is done with the stream (or gave up on it): what it still holds is let go, and
+        the dispatcher drops its jobs not yet sent and the answers of those still running."""
+        with self._lock:
+            stream.cancelled = True
+            self._streams.discard(stream)
+            stream.held = 0
+        stream.done.clear()
+
+    def feed(self, stream: Stream, source: Iterator[RunRequest | None]) -> None:
+        """Take requests from `source` while the stream's window allows, and hand them over."""
+        room = self.size * PIPELINE_DEPTH
+        if stream.outstanding > room - SUBMIT_BATCH:
+            return  # refill a batch at a time: one hand-over (and one wake-up of the dispatcher) per many results
+        if stream.outstanding and self.held_bytes() >= MAX_AHEAD_BYTES:
+            return  # answers wait to be taken: no more until they are (one at least is always allowed)
+        batch: list[Job] = []
+        while not stream.exhausted and stream.issued - stream.next < MAX_AHEAD and stream.outstanding < room:
+            request = next(source, _END)
+            if request is _END:
+                stream.exhausted = True
+                break
+            index = stream.issued
+            stream.issued += 1
+            if request is None:
+                stream.done[index] = (None, 0)
+                stream.arrived += 1
+                continue
+            batch.append(Job(stream, index, request, next(self._wire_ids)))  # type: ignore[arg-type]
+            if len(batch) >= SUBMIT_BATCH:
+                self._submit(batch)
+                batch = []
+        if batch:
+            self._submit(batch)
+
+    def advance(
+        self,
+        stream: Stream,
+        source: Iterator[RunRequest | None],
+        arrivals: SimpleQueue[Arrival] | asyncio.Queue[Arrival],
+    ) -> list[ExecResult | None]:
+        """One turn of a caller's loop without waiting: hand over what the window allows, take what has
+        arrived, and return the results now due, in order. (The caller then waits for an arrival when
+        `stream.waits()`: on a queue, or in an event loop.)"""
+        self.feed(stream, source)
+        while not arrivals.empty():
+            self.take(stream, arrivals.get_nowait())
+        return list(self.ready(stream))
+
+    def take(self, stream: Stream, arrival: Arrival) -> None:
+        if isinstance(arrival, BaseException):
+            raise arrival
+        for index, result, size in arrival:
+            stream.done[index] = (result, size)
+        stream.arrived += len(arrival)
+
+    def ready(self, stream: Stream) -> Iterator[ExecResult | None]:
+        """The results due, in order, as far as they have arrived."""
+        while stream.next in stream.done:
+            result, size = stream.done.pop(stream.next)
+            if size:
+                with self._lock:
+                    stream.held -= size
+            stream.next += 1
+            if self._rationed:
+                self._wake()  # the dispatcher reads only the workers with a due program: one more is due
+            yield result
+
+    def held_bytes(self) -> int:
+        """Bytes of the answers delivered to the open streams and not yet taken out in order."""
+        with self._lock:
+            return sum(stream.held for stream in self._streams)
+
+    def _submit(self, jobs: list[Job]) -> None:
+        if self._failure is not None:
+            raise self._failure
+        self._pending.extend(jobs)
+        if self._in_select:
+            self._wake()
+
+    def _wake(self) -> None:
+        if not self._woken:
+            self._woken = True
+            try:
+                os.write(self._wake_write, b"!")
+            except (BlockingIOError, OSError):
+                pass  # a byte is already there, or the pool is closed
+
+    # -- the dispatcher ----------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        """The dispatcher's loop: send what is pending, wait for I/O, take answers, until closed. If the
+        pool itself fails (a worker cannot be replaced), every stream is told why and the pool stops."""
+        try:
+            while not self._closing:
+                self._send_pending()
+                self._step()
+            failure: BaseException = SandboxUnavailable("the sandbox was closed while this call was running")
+        except BaseException as exc:
+            failure = exc
+        with self._lock:
+            self._failure = failure
+            streams = list(self._streams)
+        for stream in streams:
+            self._deliver(stream, failure)
+
+    def _send_pending(self) -> None:
+        pending = self._pending
+        while pending:
+            slot = min(self.slots, key=_load)
+            if len(slot.inflight) >= PIPELINE_DEPTH:
+                return
+            job = pending.popleft()
+            if not job.stream.cancelled:
+                self._send(slot, job)
+
+    def _send(self, slot: Slot, job: Job) -> None:
+        job.attempts += 1
+        if not slot.inflight:
+            slot.progress = time.monotonic()
+        slot.inflight.append(job)
+        frame = encode_request(job.request, job.wire_id)
+        slot.outbox += frame
+        slot.queued += len(frame)
+        job.sent_end = slot.queued
+
+    def _step(self) -> None:
+        """One wait for I/O: send what is queued, take what arrived, replace lost workers."""
+        busy = [s for s in self.slots if s.inflight]
+        now = time.monotonic()
+        readable_slots = busy
+        self._rationed = self.held_bytes() >= MAX_AHEAD_BYTES
+        if self._rationed:  # read only the workers that hold a result some stream waits for
+            readable_slots = [s for s in busy if any(job.index == job.stream.next for job in s.inflight)]
+            for slot in busy:
+                if slot not in readable_slots:
+                    slot.progress = now  # it waits for us: no time of its own passes
+        readers = {s.conn.read_fd(): s for s in readable_slots}
+        writers = {s.conn.write_fd(): s for s in busy if s.outbox}
+        timeout = max(0.0, min(s.deadline() for s in busy) - now) if busy else None
+        self._in_select = True
+        if self._pending and any(len(s.inflight) < PIPELINE_DEPTH for s in self.slots):
+            timeout = 0.0  # submitted while we were busy: send it first
+        readable, writable, _ = select.select([*readers, self._wake_read], list(writers), [], timeout)
+        self._in_select = False
+        if self._wake_read in readable:
+            os.read(self._wake_read, 64)
+            self._woken = False
+        for fd in writable:
+            slot = writers[fd]
+            try:
+                taken = slot.conn.write(bytes(slot.outbox))
+                del slot.outbox[:taken]
+                slot.written += taken
+            except OSError:
+                self._lose(slot, "the worker's input closed")
+        for fd in readable:
+            slot = readers.get(fd)  # type: ignore[assignment]
+            if slot is not None and slot in self.slots:
+                self._receive(slot)
+        now = time.monotonic()
+        for slot in list(self.slots):
+            if slot.inflight and now > slot.deadline():
+                self._lose(slot, "the worker stopped answering")
+        arrived, self._arrived = self._arrived, {}
+        for stream, results in arrived.items():  # one hand-over per stream and turn: one wake-up of its caller
+            self._deliver(stream, results)
+
+    def _receive(self, slot: Slot) -> None:
+        """Take a worker's answers. Each is checked against the job due before that job leaves the
+        worker's queue: an answer that is not one (another id, a bad field, one too many) is the
+        worker's fault, and every job it held is retried elsewhere."""
+        try:
+            data = slot.conn.read()
+        except OSError:
+            data = b""
+        if not data:
+            self._lose(slot, "the worker exited")
+            return
+        broken = self._take(slot, data)
+        if broken is not None:
+            self._lose(slot, broken, drain=False)
+
+    def _take(self, slot: Slot, data: bytes) -> str | None:
+        """Take the answers in `data`; None, or how the worker broke the protocol."""
+        try:
+            for body in slot.reader.feed(data):
+                if not slot.inflight:
+                    raise ProtocolError("an answer where none was due")
+                job = slot.inflight[0]
+                message = decode(body)
+                result = result_from_wire(
+                    message, request_id=job.wire_id, attempts=job.attempts, output_bytes=job.request.limits.output_bytes
+                )
+                slot.inflight.popleft()
+                slot.answered += 1
+                slot.progress = time.monotonic()
+                if not self._confirm(job, result):
+                    self._finish(job, result, len(body))
+        except ProtocolError as exc:
+            return f"the worker broke the protocol ({exc})"
+        return None
+
+    def _drain(self, slot: Slot) -> None:
+        """Take the answers a lost worker wrote before it went (a failed write can tell of its death
+        before they are read): the oldest job left is then the one it was running."""
+        for _ in range(DRAIN_READS):
+            try:
+                if not select.select([slot.conn.read_fd()], [], [], 0)[0]:
+                    return
+                data = slot.conn.read()
+            except (OSError, SandboxUnavailable):
+                return
+            if not data or self._take(slot, data) is not None:
+                return
+
+    def _confirm(self, job: Job, result: ExecResult) -> bool:
+        """Queue `job` again, first, under a wider wall-clock net when `result` needs confirming
+        (`confirming_limits`); whether it did (then `result` is not reported)."""
+        limits = None if job.confirming else confirming_limits(job.request.limits, result)
+        if limits is None:
+            return False
+        job.confirming = True
+        job.request = replace(job.request, limits=limits)
+        self._pending.appendleft(job)
+        return True
+
+    def _finish(self, job: Job, result: ExecResult, size: int) -> None:
+        self.completed += 1
+        stream = job.stream
+        with self._lock:
+            if stream.cancelled:
+                return
+            stream.held += size
+        self._arrived.setdefault(stream, []).append((job.index, result, size))
+
+    def _deliver(self, stream: Stream, arrival: Arrival) -> None:
+        """Hand a stream its arrival. A caller that cannot take it (its event loop closed) has gone:
+        its stream is dropped, and the dispatcher goes on."""
+        try:
+            stream.deliver(arrival)
+        except Exception:
+            self.close_stream(stream)
+
+    def _lose(self, slot: Slot, why: str, *, drain: bool = True) -> None:
+        """Replace a worker. The program it was running (the oldest it held) is charged the death: it
+        is retried (first, before anything submitted later) until its runs have lost MAX_ATTEMPTS
+        workers, then reported as a sandbox error. The programs queued behind it had not started:
+        they are sent again free, as if never sent, so that a neighbour's death never shows in them."""
+        if drain:
+            self._drain(slot)
+        jobs = list(slot.inflight)
+        slot.inflight.clear()
+        self._count_barren(slot, charged=bool(jobs) and jobs[0].sent_end <= slot.written, why=why)
+        retry = []
+        for position, job in enumerate(jobs):
+            if position or job.sent_end > slot.written:
+                job.attempts -= 1  # queued, or never written whole: it never ran, this send does not count
+                retry.append(job)
+            elif job.attempts - job.confirming < MAX_ATTEMPTS:  # a confirming run is not a retry
+                retry.append(job)
+            else:
+                lost = ExecResult(Status.SANDBOX_ERROR, error=why[:500], error_type="WorkerLost", attempts=job.attempts)
+                self._finish(job, lost, 0)
+        self._pending.extendleft(reversed(retry))
+        self._replace(slot)
+
+    def _count_barren(self, slot: Slot, *, charged: bool, why: str) -> None:
+        """A death that no program is charged for (the worker took none) could repeat for ever: after
+        START_TRIES such deaths in a row, the slot's worker is a failure that persists."""
+        barren = 0 if charged or slot.answered else self._barren.get(slot.number, 0) + 1
+        self._barren[slot.number] = barren
+        if barren >= START_TRIES:
+            raise SandboxUnavailable(
+                f"{self.backend.name} worker {slot.number} was lost {barren} times in a row before it took a "
+                f"program (the last: {why})"
+            )
+
+
+_END = object()
+
+
+def _load(slot: Slot) -> int:
+    return len(slot.inflight)
+
+
+def default_workers(isolation: Isolation = Isolation.WARM) -> int:
+    """One worker per core; two for fork isolation, where a worker waits while its fork runs and exits
+    (measured on 2 cores: ~10% more programs/s than one per core; no gain beyond two)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 * cores if isolation is Isolation.FORK else cores

@@ -1,0 +1,1 @@
+"""The wire between the parent and a worker: framed messages and the values they carry."""
