@@ -957,4 +957,3 @@ def _positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
-
