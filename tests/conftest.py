@@ -72,6 +72,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", BACKEND_PARAMS, indirect=True, scope="session")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A soak is slow too: `-m "not slow and not docker"` (the fast loop) replaces pyproject's
+    `-m "not soak"`, and must still leave the soaks out."""
+    for item in items:
+        if item.get_closest_marker("soak") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest) -> str:
     reason = backend_unavailable(request.param)

@@ -247,10 +247,12 @@ def pot_accuracy(name: str, **options: Any) -> float:
     return round(correct / len(records), 4)
 
 
+@pytest.mark.slow
 def test_pot_reproduces_gsm8k() -> None:
     assert pot_accuracy("gsm8k_fewshot_codex.jsonl") == 0.7155  # published 0.716
 
 
+@pytest.mark.slow
 def test_pot_reproduces_svamp_with_abs() -> None:
     assert pot_accuracy("svamp_fewshot_codex.jsonl", abs_value=True) == 0.8519  # published 0.852
 

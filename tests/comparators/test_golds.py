@@ -104,6 +104,7 @@ def gsm8k_as_verl_writes_it() -> list[dict[str, Any]]:
     return records
 
 
+@pytest.mark.slow
 def test_pot_on_gsm8k_string_golds_gives_the_same_verdicts_as_pots_float_golds() -> None:
     """All 1,318 GSM8K records, PoT's own predictions (`executed`): gold "18" and gold 18.0 agree."""
     records = gsm8k_as_verl_writes_it()

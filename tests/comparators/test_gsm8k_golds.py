@@ -70,6 +70,7 @@ def test_every_preset_judges_it_as_the_number(
     assert compare(value, gold, preset=preset).correct is compare(value, plain, preset=preset).correct
 
 
+@pytest.mark.slow
 def test_pot_verdicts_on_the_published_file_are_the_same_with_gsm8k_golds() -> None:
     """Each of the 1,319 PoT GSM8K records, its recorded value judged against its numeric gold and
     against the same gold written as openai/gsm8k writes it: identical verdicts."""

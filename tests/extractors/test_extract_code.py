@@ -204,6 +204,7 @@ def _shape_failures() -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow
 def test_pot_programs_in_model_output_shapes() -> None:
     """>= 99% of (program, shape) pairs extract to the bare program, AST-equal (repairs: to the
     repaired program). Failures are listed."""

@@ -1123,6 +1123,7 @@ def run_limited(code: types.CodeType, namespace: dict[str, Any]) -> tuple[str, A
     return "ok", plain(namespace.get("ans"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", POT_FILES)
 def test_admitted_pot_programs_run_alike(name: str) -> None:
     """Every program of the file that compiles is admitted, and gives in pure_globals() what it gives

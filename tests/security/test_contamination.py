@@ -780,6 +780,7 @@ def baseline(b: str, policy: str, backend: str, isolation: str | None) -> tuple[
     return _baselines[key]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", PAIRS)

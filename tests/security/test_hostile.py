@@ -73,6 +73,7 @@ NEAR_LIMIT_RERUN_S = 20.0  # a timeout on one side only: both sides again, with 
 KNOWN_POLICY_DIFFERENCES: dict[tuple[str, int], str] = {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", POT_FILES)
 def test_restricted_and_trusted_agree_on_pot_programs(name: str, pools: Pools) -> None:
     programs = []
@@ -143,6 +144,7 @@ def _hostile_params() -> list[Any]:
     return params
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "policy"), _hostile_params())
 def test_hostile_program(
     case: dict[str, Any],

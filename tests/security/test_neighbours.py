@@ -285,6 +285,7 @@ def run_pairs(box: Sandbox, seed: int, aggressor_count: int) -> tuple[int, list[
     return len(pairs), failures
 
 
+@pytest.mark.slow
 def test_a_victim_alone_equals_the_victim_after_any_aggressor(neighbours_box: Sandbox) -> None:
     pairs, failures = run_pairs(neighbours_box, SEED, len(AGGRESSORS))
     assert pairs >= 100  # per policy: over 200 per backend
@@ -425,6 +426,7 @@ def tier_boxes(request: pytest.FixtureRequest, backend: str) -> Iterator[tuple[S
         yield warm, fork
 
 
+@pytest.mark.slow
 def test_a_program_gets_one_verdict_whatever_the_tier(tier_boxes: tuple[Sandbox, Sandbox]) -> None:
     """A warm program that showed an address, or reached what its proof did not cover, is decided in a
     fork: same status, value, output and error as the fork tier gives it."""

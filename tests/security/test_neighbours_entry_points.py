@@ -56,6 +56,7 @@ def rewards_sandbox() -> Iterator[None]:
     rewards.close()
 
 
+@pytest.mark.slow
 def test_a_reward_alone_equals_the_reward_after_any_aggressor(rewards_sandbox: None) -> None:
     box = rewards._shared_sandbox()
     failures = []
@@ -99,6 +100,7 @@ def _score(url: str, source: str, gold: object, address: str, credentials: str) 
     return records[0]
 
 
+@pytest.mark.slow
 def test_a_client_s_reward_alone_equals_it_after_another_client_s_aggressor(one_worker_service: str) -> None:
     url = one_worker_service
     failures = []

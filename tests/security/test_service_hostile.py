@@ -18,6 +18,8 @@ from served import Service, start_service
 
 from potrun import ExecResult
 
+pytestmark = pytest.mark.slow  # the whole hostile corpus, through the service
+
 DATA = SHARED
 HOSTILE = [
     json.loads(line) for line in (DATA / "hostile" / "hostile_programs.jsonl").read_text().splitlines() if line.strip()

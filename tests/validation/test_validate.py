@@ -313,11 +313,30 @@ def reference_outcome(source: str) -> str:
     return done.stdout.strip()
 
 
+# The README's second `potrun validate` command, as written (plus --quiet, and --timeout 30: line 826's
+# ~3.8 s loop can pass the 5 s CPU limit on a busy machine, the README says so). tests/docs/test_readme.py
+# leaves this command to this test, which checks each record and the README's figures: one run of the
+# 1,318 programs, not two.
+README_COMMAND = [
+    "validate",
+    str(GSM8K),
+    "--program-field",
+    "generated",
+    "--answer-field",
+    "answer",
+    "--compare",
+    "pot",
+]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not GSM8K.exists(), reason="the shared PoT data is not here")
 def test_gsm8k_pot_programs_as_golds() -> None:
     records = [json.loads(line) for line in GSM8K.read_text().splitlines()]
-    reports = list(validate(GSM8K, program_field="generated", answer_field="answer", compare="pot"))
+    command = [sys.executable, "-m", "potrun", *README_COMMAND, "--timeout", "30", "--quiet"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr  # some golds have errors
+    reports = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(reports) == len(records) == 1318
     failed_for_authors = [n for n, r in enumerate(records, start=1) if r["executed"] is None and n not in KNOWN]
     with ThreadPoolExecutor(8) as pool:
@@ -330,10 +349,11 @@ def test_gsm8k_pot_programs_as_golds() -> None:
         )
     tally: Counter[str] = Counter()
     for number, (record, report) in enumerate(zip(records, reports, strict=True), start=1):
-        assert report.line == number
-        errors = tuple(p.code for p in report.errors)
+        assert report["line"] == number
+        codes = {p["code"] for p in report["problems"]}
+        errors = tuple(p["code"] for p in report["problems"] if p["severity"] == "error")
         if number in KNOWN:
-            assert errors in KNOWN[number], (number, report.problems)
+            assert errors in KNOWN[number], (number, report["problems"])
             continue
         if record["executed"] is None:
             expected: tuple[str, ...] = (outcomes[number],)
@@ -341,10 +361,16 @@ def test_gsm8k_pot_programs_as_golds() -> None:
             expected = ()
         else:
             expected = ("wrong_answer",)
-        assert errors == expected, (number, record["executed"], record["answer"], report.problems)
-        assert report.ok is (expected == ())
+        assert errors == expected, (number, record["executed"], record["answer"], report["problems"])
+        assert report["ok"] is (expected == ())
         tally[expected[0] if expected else "pass"] += 1
         # the `ans` convention: never a `def solution():`, as every PoT few-shot program
-        assert "no_solution_function" in report.codes or "syntax_error" in report.codes
+        assert "no_solution_function" in codes or "syntax_error" in codes
     assert (tally["pass"], tally["wrong_answer"]) == (942, 351)  # + 826, 856 and 907: 1,318
+    # The README's figures: 943 pass (826 too, with room to finish), 351 wrong_answer (and 856, an 87^4
+    # loop: wrong at 30 s, a timeout only if the machine ran far slower still).
+    assert sum(report["ok"] for report in reports) == 943
+    wrong = sum(any(p["code"] == "wrong_answer" for p in report["problems"]) for report in reports)
+    line_856 = [p["code"] for p in reports[855]["problems"] if p["severity"] == "error"]
+    assert wrong == 351 + (line_856 == ["wrong_answer"])
     assert tally["runtime_error"] + tally["no_answer"] + tally["syntax_error"] + tally["timeout"] == 22
