@@ -9,13 +9,8 @@ from contextlib import ExitStack
 from typing import Any
 
 from potrun.cli.common import add_sandbox_options, check_presets, compare_options, positive_float, split_fields
-from potrun.cli.exits import (
-    EXIT_FAILED,
-    EXIT_OK,
-)
-from potrun.types import (
-    UsageError,
-)
+from potrun.cli.exits import EXIT_FAILED, EXIT_OK
+from potrun.types import UsageError
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
