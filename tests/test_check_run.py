@@ -15,7 +15,8 @@ from potrun import CheckOptions, SandboxConfig, UsageError, run_check
 from potrun.check.run import CheckRun
 from potrun.cli import EXIT_OK, main
 
-REPO = Path(__file__).resolve().parents[1]
+# The repository's root, wherever in tests/ this file stands.
+REPO = next(path for path in Path(__file__).resolve().parents if (path / "pyproject.toml").is_file())
 EXAMPLES = REPO / "examples"
 SANDBOX = SandboxConfig(workers=1)
 # What differs between two runs of the same records: timings, the clock, the command line.

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+# The repository's root, wherever in tests/ this file stands.
+REPO = next(path for path in Path(__file__).resolve().parents if (path / "pyproject.toml").is_file())
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
 
