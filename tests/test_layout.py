@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+# The repository's root, wherever in tests/ this file stands.
+REPO = next(path for path in Path(__file__).resolve().parents if (path / "pyproject.toml").is_file())
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
 
@@ -268,3 +269,24 @@ def test_no_module_or_function_past_its_bound() -> None:
     assert over == {}, f"split these (modules at most {MAX_MODULE_LINES} lines, functions {MAX_FUNCTION_LINES})"
     stale = sorted(PENDING_SPLIT - set(found))
     assert stale == [], "within the bounds now: strike them from PENDING_SPLIT"
+
+
+def test_every_command_module_imports_public_names_only() -> None:
+    """The command line calls the public API only (tests/test_cli_api.py reads potrun/cli/__init__.py):
+    every module of potrun.cli takes from the package only names that are not private and, where the
+    module declares its `__all__`, listed there."""
+    import importlib
+
+    found = []
+    for module in modules().values():
+        if module.name.split(".")[:2] != ["potrun", "cli"]:
+            continue
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "potrun":
+                public = getattr(importlib.import_module(node.module), "__all__", None)
+                found.extend(
+                    f"{module.name}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") or (public is not None and alias.name not in public)
+                )
+    assert found == []

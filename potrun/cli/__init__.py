@@ -1,10 +1,14 @@
 """The `potrun` command (also `python -m potrun`). It calls the public API only: the names in
 `potrun.__all__` and in the `__all__` of the modules it imports.
 
+Each command is a module here: `add_command` adds its arguments, and its handler goes arguments ->
+options -> the library's run -> render -> exit code (`check.py`: CheckOptions -> potrun.check.run's
+CheckRun -> the table -> the code). `common.py` holds the options several commands share.
+
 Exit codes (docs/usage.md, "Exit codes"): a command's result is 0 (done) or 1 (`check`: below --fail-under
 or no record scored or graded; `validate`: a gold has errors; `run`: the program's status is not ok; `image
 exists`: the image is absent; `image build`: the build failed); `run` also 3 for sandbox_error. An
-error is its class's code in ERROR_EXITS: 2 bad usage, unreadable input or an unwritable output; 3 no
+error is its class's code in ERROR_EXITS (exits.py): 2 bad usage, unreadable input or an unwritable output; 3 no
 sandbox can run here (no Docker engine, no image, a worker that does not start); 130 interrupted."""
 
 from __future__ import annotations

@@ -7,9 +7,7 @@ import json
 from typing import Any
 
 from potrun.cli.common import add_sandbox_options, make_sandbox, positive_int, split_fields
-from potrun.cli.exits import (
-    EXIT_OK,
-)
+from potrun.cli.exits import EXIT_OK
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

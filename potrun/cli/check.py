@@ -16,16 +16,8 @@ from potrun.cli.common import (
     sandbox_config,
     split_fields,
 )
-from potrun.cli.exits import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_NOTHING_SCORED,
-    EXIT_OK,
-)
-from potrun.types import (
-    SandboxUnavailable,
-    UsageError,
-)
+from potrun.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOTHING_SCORED, EXIT_OK
+from potrun.types import SandboxUnavailable, UsageError
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -6,15 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from potrun.types import (
-    DEFAULT_MEMORY_MB,
-    DEFAULT_TIMEOUT_S,
-    WALL_FLOOR_S,
-    WALL_MULTIPLE,
-    Entry,
-    Isolation,
-    UsageError,
-)
+from potrun.types import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, WALL_FLOOR_S, WALL_MULTIPLE, Entry, Isolation, UsageError
 
 
 def make_sandbox(args: argparse.Namespace, workers: int | None = None) -> Any:

@@ -6,12 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from potrun.cli.common import (
-    positive_int,
-)
-from potrun.cli.exits import (
-    EXIT_OK,
-)
+from potrun.cli.common import positive_int
+from potrun.cli.exits import EXIT_OK
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

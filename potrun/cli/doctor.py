@@ -6,9 +6,7 @@ import argparse
 from typing import Any
 
 from potrun.cli.common import backend_names
-from potrun.cli.exits import (
-    EXIT_OK,
-)
+from potrun.cli.exits import EXIT_OK
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

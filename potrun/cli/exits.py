@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from potrun.types import (
-    ImageBuildError,
-    InputError,
-    PotrunError,
-    SandboxUnavailable,
-    Status,
-    UsageError,
-)
+from potrun.types import ImageBuildError, InputError, PotrunError, SandboxUnavailable, Status, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
 

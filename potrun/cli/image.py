@@ -6,13 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from potrun.cli.exits import (
-    EXIT_FAILED,
-    EXIT_OK,
-)
-from potrun.types import (
-    UsageError,
-)
+from potrun.cli.exits import EXIT_FAILED, EXIT_OK
+from potrun.types import UsageError
 
 
 def cmd_image_build(args: argparse.Namespace) -> int:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from potrun.cli.exits import (
-    EXIT_OK,
-)
+from potrun.cli.exits import EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:

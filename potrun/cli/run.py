@@ -9,12 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from potrun.cli.common import add_sandbox_options, make_sandbox
-from potrun.cli.exits import (
-    run_exit_code,
-)
-from potrun.types import (
-    UsageError,
-)
+from potrun.cli.exits import run_exit_code
+from potrun.types import UsageError
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -5,20 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from potrun.cli.common import (
-    backend_names,
-    positive_float,
-    positive_int,
-)
-from potrun.cli.exits import (
-    EXIT_OK,
-)
-from potrun.types import (
-    DEFAULT_MEMORY_MB,
-    DEFAULT_TIMEOUT_S,
-    InputError,
-    Isolation,
-)
+from potrun.cli.common import backend_names, positive_float, positive_int
+from potrun.cli.exits import EXIT_OK
+from potrun.types import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, InputError, Isolation
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -9,20 +9,29 @@ from contextlib import ExitStack
 from typing import Any
 
 from potrun.cli.common import add_sandbox_options, check_presets, compare_options, positive_float, split_fields
-from potrun.cli.exits import (
-    EXIT_FAILED,
-    EXIT_OK,
-)
-from potrun.types import (
-    UsageError,
-)
+from potrun.cli.exits import EXIT_FAILED, EXIT_OK
+from potrun.types import UsageError
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from potrun.check.output import STDOUT, OutputWriter, check_output_path
-    from potrun.check.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS, count_records, is_stream
-    from potrun.reports.table import Progress
-    from potrun.validation import ValidationSummary, render_summary, validate, write_fixed_copy
+    """Arguments -> validate()'s reports -> a JSON line each, the table, the fixed copy -> exit code."""
+    from potrun.validation import render_summary
+
+    _check_arguments(args)
+    summary = _write_reports(args, _reports(args))
+    if not args.quiet:
+        render_summary(summary)
+    if args.fix_answers:
+        _fix_answers(args, summary)
+    if summary.with_errors or (args.strict and summary.with_warnings_only):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """The preset known, the outputs writable, GOLDS readable twice for --fix-answers (else exit 2)."""
+    from potrun.check.output import check_output_path
+    from potrun.check.records import is_stream
 
     check_presets([args.compare])
     if args.fix_answers and is_stream(args.gold):
@@ -30,11 +39,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for option, path in (("--out", args.out), ("--fix-answers", args.fix_answers)):
         if path:
             check_output_path(option, path, inputs=[args.gold])
-    answer_fields = split_fields(args.answer_field, ANSWER_FIELDS)
-    reports = validate(
+
+
+def _reports(args: argparse.Namespace) -> Any:
+    """validate()'s reports of GOLDS, one per record as they come."""
+    from potrun.check.records import ANSWER_FIELDS, ID_FIELDS, PROGRAM_FIELDS
+    from potrun.validation import validate
+
+    return validate(
         args.gold,
         program_field=split_fields(args.program_field, PROGRAM_FIELDS),
-        answer_field=answer_fields,
+        answer_field=split_fields(args.answer_field, ANSWER_FIELDS),
         id_field=split_fields(args.id_field, ID_FIELDS),
         compare=args.compare,
         compare_options=compare_options(args),
@@ -51,6 +66,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
         entry=args.entry,
         benchmark=args.benchmark,
     )
+
+
+def _write_reports(args: argparse.Namespace, reports: Any) -> Any:
+    """Each report as a JSON line to --out (or standard output) as it comes; their ValidationSummary."""
+    from potrun.check.output import STDOUT, OutputWriter
+    from potrun.check.progress import Progress
+    from potrun.check.records import count_records
+    from potrun.validation import ValidationSummary
+
     summary = ValidationSummary()
     with ExitStack() as closing:
         # An interrupt closes the pools now (workers, cgroups and scratch gone), not when collected.
@@ -68,21 +92,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 else:
                     sys.stdout.write(json.dumps(report.to_json()) + "\n")
                     sys.stdout.flush()
-    summary.finish()
-    if not args.quiet:
-        render_summary(summary)
-    if args.fix_answers:
-        fixes = {ordinal: value for ordinal, _, _, _, value in summary.fixable}
-        write_fixed_copy(args.gold, args.fix_answers, fixes, answer_fields)
-        print(
-            f"potrun: {len(fixes)} recorded answer(s) replaced by the executed value in {args.fix_answers}",
-            file=sys.stderr,
-        )
-        for _, line, record_id, answer, value in summary.fixable:
-            print(f"  line {line} (id {record_id}): {json.dumps(answer)} -> {json.dumps(value)}", file=sys.stderr)
-    if summary.with_errors or (args.strict and summary.with_warnings_only):
-        return EXIT_FAILED
-    return EXIT_OK
+    return summary.finish()
+
+
+def _fix_answers(args: argparse.Namespace, summary: Any) -> None:
+    """--fix-answers: the copy with each fixable record's answer replaced by its executed value, and the list."""
+    from potrun.check.records import ANSWER_FIELDS
+    from potrun.validation import write_fixed_copy
+
+    fixes = {ordinal: value for ordinal, _, _, _, value in summary.fixable}
+    write_fixed_copy(args.gold, args.fix_answers, fixes, split_fields(args.answer_field, ANSWER_FIELDS))
+    print(
+        f"potrun: {len(fixes)} recorded answer(s) replaced by the executed value in {args.fix_answers}",
+        file=sys.stderr,
+    )
+    for _, line, record_id, answer, value in summary.fixable:
+        print(f"  line {line} (id {record_id}): {json.dumps(answer)} -> {json.dumps(value)}", file=sys.stderr)
 
 
 def add_command(commands: Any) -> None:

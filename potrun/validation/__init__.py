@@ -80,7 +80,7 @@ from potrun.types import (
     Value,
     json_safe,
 )
-from potrun.validation.conventions import _conventions
+from potrun.validation.conventions import conventions
 from potrun.validation.problems import PROBLEM_CODES, Problem, ValidationReport, _names, problem
 from potrun.validation.report import ValidationSummary, render_summary, write_fixed_copy
 
@@ -322,7 +322,8 @@ def _prepare(item: Record | BadRecord, settings: _Settings) -> _Gold:
         )
         return gold
     gold.source = program
-    gold.problems.extend(_conventions(gold, program))
+    found, gold.print_line = conventions(program)
+    gold.problems.extend(found)
     return gold
 
 

@@ -7,25 +7,19 @@ import ast
 import io
 import tokenize
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from potrun.policies import DENIED_ATTRIBUTES, module_allowed
-from potrun.types import (
-    Entry,
-)
+from potrun.types import Entry
 from potrun.validation.problems import Problem, problem
 
-if TYPE_CHECKING:
-    from potrun.validation import _Gold
 
-
-def _conventions(gold: _Gold, source: str) -> list[Problem]:
-    """DocMath-Eval's annotation conventions, as warnings. A program that does not parse gets none:
-    the sandbox reports its syntax error."""
+def conventions(source: str) -> tuple[list[Problem], int | None]:
+    """DocMath-Eval's annotation conventions, as warnings, and the line of the first print() call (for
+    print_only_answer). A program that does not parse gets none: the sandbox reports its syntax error."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+        return [], None
     found: list[Problem] = []
     solution = _solution_function(tree)
     if solution is None:
@@ -57,13 +51,13 @@ def _conventions(gold: _Gold, source: str) -> list[Problem]:
     if not _has_comment(source):
         found.append(problem("no_comment", "no comment: say what the variables are and what is computed"))
     prints = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _is_print_call(node)]
-    gold.print_line = min(node.lineno for node in prints) if prints else None
+    print_line = min(node.lineno for node in prints) if prints else None
     if prints and solution is not None and not _returns_value(solution):
         found.append(
-            problem("print_only_answer", "solution() prints but returns no value; return the answer", gold.print_line)
+            problem("print_only_answer", "solution() prints but returns no value; return the answer", print_line)
         )
     found.extend(_import_problems(tree))
-    return found
+    return found, print_line
 
 
 def _solution_function(tree: ast.Module) -> ast.FunctionDef | None:

@@ -7,10 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from potrun.types import (
-    Value,
-    json_safe,
-)
+from potrun.types import Value, json_safe
 
 ERROR, WARNING = "error", "warning"
 

@@ -12,11 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from potrun.check.records import first_present, read_records
-from potrun.types import (
-    BadRecord,
-    UsageError,
-    Value,
-)
+from potrun.types import BadRecord, UsageError, Value
 from potrun.validation.problems import ERROR, PROBLEM_CODES, ValidationReport, _names
 
 

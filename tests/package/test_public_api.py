@@ -106,3 +106,10 @@ def test_what_type_checkers_see_is_what_the_package_loads() -> None:
     block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
     typed = {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
     assert typed == potrun._LAZY
+
+
+def test_the_main_use_case_is_one_call() -> None:
+    """A resumable check run that writes its output and returns its summary: potrun.run_check."""
+    assert "run_check" in potrun.__all__
+    assert potrun._LAZY["run_check"] == "potrun.check.run"
+    assert potrun.run_check.__module__ == "potrun.check.run"
