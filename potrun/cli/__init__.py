@@ -23,31 +23,25 @@ from typing import Any
 from potrun.types import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
+    ERROR_EXITS,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_SANDBOX_ERROR,
+    EXIT_USAGE,
     WALL_FLOOR_S,
     WALL_MULTIPLE,
     Entry,
-    ImageBuildError,
     InputError,
     Isolation,
     PotrunError,
     SandboxUnavailable,
     Status,
     UsageError,
+    error_code,
 )
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
 EXIT_NOTHING_SCORED = EXIT_FAILED  # check: no record was scored or none graded (all skipped, bad or without a gold)
 EXIT_INTERRUPTED = 130
-
-# The exit code of every error a user can see, by class: the one table. An error takes the code of its
-# nearest class listed here (BadRecord is an InputError).
-ERROR_EXITS: dict[type[PotrunError], int] = {
-    UsageError: EXIT_USAGE,
-    InputError: EXIT_USAGE,
-    SandboxUnavailable: EXIT_SANDBOX_ERROR,  # potrun's machinery, not the input: the same code as sandbox_error
-    ImageBuildError: EXIT_FAILED,
-    PotrunError: EXIT_USAGE,
-}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,8 +82,8 @@ def _terminated(signum: int, frame: Any) -> None:
 
 
 def error_exit(error: PotrunError) -> int:
-    """The exit code of `error` (ERROR_EXITS)."""
-    return next(ERROR_EXITS[kind] for kind in type(error).__mro__ if kind in ERROR_EXITS)
+    """The exit code of `error` (potrun.types.ERROR_EXITS, beside the service's HTTP statuses)."""
+    return error_code(error, ERROR_EXITS)
 
 
 # -- commands ------------------------------------------------------------------------------------------
