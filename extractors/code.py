@@ -59,7 +59,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from potrun.types import ENTRY_FUNCTIONS, ENTRY_VARIABLES
+from potrun.types import ENTRY_FUNCTIONS, ENTRY_VARIABLES, UsageError
 
 __all__ = [
     "ExtractedProgram",
@@ -152,6 +152,8 @@ class _Block:
 
 def extract_program(text: str) -> ExtractedProgram:
     """The program in a model output; see the module docstring for the precedence."""
+    if type(text) is not str:
+        raise UsageError(f"extract_program reads a model's output, a text, not {type(text).__name__}")
     if not text or text.isspace():
         return ExtractedProgram(None, ProgramHow.NONE)
     body, think_cut = _drop_think(text)

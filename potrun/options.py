@@ -11,7 +11,7 @@ from typing import Any
 
 from potrun.types import UsageError
 
-__all__ = ["check_options", "unknown_option"]
+__all__ = ["check_batch", "check_options", "unknown_option"]
 
 SHOWN_KEY_CHARS = 60  # a hostile body's key is quoted this far at most
 
@@ -31,3 +31,12 @@ def check_options(given: Mapping[Any, Any] | Iterable[Any], known: Iterable[str]
     for name in given:
         if name not in allowed:
             raise unknown_option(name, allowed, where)
+
+
+def check_batch(where: str, **batches: Any) -> None:
+    """Each of `batches` (name -> value) is a batch of items: sized and iterable (a list, a tuple, a
+    NumPy array: verl hands its columns as arrays), not a text or a mapping, whose items would be read
+    one character or one key at a time. Otherwise a UsageError naming it."""
+    for name, value in batches.items():
+        if isinstance(value, (str, bytes, Mapping)) or not (hasattr(value, "__len__") and hasattr(value, "__iter__")):
+            raise UsageError(f"{where}: {name} must be a list, one item per sample, not {type(value).__name__}")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import math
 import os
 import re
 import threading
@@ -55,9 +56,11 @@ from potrun.check.records import Record
 from potrun.comparators import check_compare_options
 from potrun.comparators.nonfinite import paid_for_nonfinite
 from potrun.extractors import strip_special_tokens
+from potrun.options import check_batch, check_options
 from potrun.sandbox.api import Sandbox, SandboxConfig, SandboxLike
 from potrun.types import UsageError
 
+OUTCOMES = ("correct", "executed", "failed")
 BINARY = {"correct": 1.0, "executed": 0.0, "failed": 0.0}
 SHAPED = {"correct": 1.0, "executed": 0.1, "failed": 0.0}
 
@@ -200,6 +203,7 @@ def iter_records(
     """Each pair's RecordResult, in order, each as soon as it is known (the options are checked before
     the first is asked for: a bad one raises here). `sandbox`: your own started Sandbox instead of the
     shared one."""
+    check_batch("the rewards", completions=completions, golds=golds)
     if len(completions) != len(golds):
         raise UsageError(f"{len(completions)} completions but {len(golds)} golds")
     options = CheckOptions(
@@ -229,8 +233,19 @@ def _unpaid_if_nonfinite(result: RecordResult) -> RecordResult:
 
 
 def reward_points(*, shaped: bool = False, scale: Mapping[str, float] | None = None) -> Mapping[str, float]:
-    """The reward of each outcome (keys correct, executed, failed): `scale`, else `SHAPED` or `BINARY`."""
-    return dict(scale) if scale is not None else (SHAPED if shaped else BINARY)
+    """The reward of each outcome (keys correct, executed, failed): `scale`, else `SHAPED` or `BINARY`.
+    A scale is checked before any record is scored (a bad one would end a stream half way): exactly
+    those keys, each a finite number; else a UsageError."""
+    if scale is None:
+        return SHAPED if shaped else BINARY
+    if not isinstance(scale, Mapping):
+        raise UsageError(f"scale must map correct, executed and failed to rewards, not {type(scale).__name__}")
+    check_options(scale, OUTCOMES, "scale")
+    for outcome in OUTCOMES:
+        reward: Any = scale.get(outcome)
+        if type(reward) not in (int, float) or not math.isfinite(reward):
+            raise UsageError(f"scale[{outcome!r}] must be a finite number")
+    return dict(scale)
 
 
 def reward_of(result: RecordResult, points: Mapping[str, float]) -> float:

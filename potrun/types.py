@@ -3,24 +3,28 @@
 A leaf module: it imports nothing from the project, so every other module (and the worker that runs
 inside a sandbox) can depend on it.
 
-Error hierarchy (the CLI's exit code of each in brackets: `potrun.cli.ERROR_EXITS`, the one table)::
+Error hierarchy (the CLI's exit code of each, then the service's HTTP status: `ERROR_EXITS` and
+`ERROR_STATUSES` below, the two tables)::
 
-    PotrunError
-     ├── UsageError            bad options or arguments, an output that cannot be written [2]
-     ├── InputError            input file unreadable or malformed beyond a single record [2]
+    PotrunError                                                                              [2, 400]
+     ├── UsageError            bad options or arguments, an output that cannot be written    [2, 400]
+     ├── InputError            input file unreadable or malformed beyond a single record     [2, 400]
      │    └── BadRecord        one record is malformed: carries its line number and field
-     ├── SandboxUnavailable    a backend cannot start (Docker engine missing, image not built, ...) [3]
-     └── ImageBuildError       the sandbox image could not be built (`potrun image build`) [1]
+     ├── SandboxUnavailable    a backend cannot start (Docker engine missing, image not built, ...) [3, 503]
+     └── ImageBuildError       the sandbox image could not be built (`potrun image build`)   [1, 500]
 
-Every error a user can see is one of these. A program failing is never an exception: it is an
+Every error a user can see is one of these: a public function given a bad argument raises a
+UsageError, never Python's TypeError or ValueError. A program failing is never an exception: it is an
 ExecResult with a status.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 # A value as it crosses the sandbox boundary: plain data only, converted inside the sandbox.
@@ -268,6 +272,35 @@ def potrun_version() -> str:
         return "0+unknown"
 
 
+# What each error means at potrun's two edges, by class: an error takes the entry of its nearest class
+# listed (BadRecord is an InputError). The command line's exit codes (docs/usage.md, "Exit codes")...
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SANDBOX_ERROR = 0, 1, 2, 3
+ERROR_EXITS: Mapping[type[PotrunError], int] = MappingProxyType(
+    {
+        UsageError: EXIT_USAGE,
+        InputError: EXIT_USAGE,
+        SandboxUnavailable: EXIT_SANDBOX_ERROR,  # potrun's machinery, not the input: as a sandbox_error
+        ImageBuildError: EXIT_FAILED,
+        PotrunError: EXIT_USAGE,
+    }
+)
+# ...and the service's HTTP statuses (docs/service.md): the client's fault is a 400, potrun's a 5xx.
+ERROR_STATUSES: Mapping[type[PotrunError], int] = MappingProxyType(
+    {
+        UsageError: 400,
+        InputError: 400,
+        SandboxUnavailable: 503,  # no sandbox can run here now: the client may try again, or elsewhere
+        ImageBuildError: 500,
+        PotrunError: 400,
+    }
+)
+
+
+def error_code(error: PotrunError, table: Mapping[type[PotrunError], int]) -> int:
+    """The code `table` (ERROR_EXITS, ERROR_STATUSES) gives `error`: its nearest class's."""
+    return next(table[kind] for kind in type(error).__mro__ if kind in table)
+
+
 __all__ = [
     "CONFIRM_MULTIPLE",
     "CONFIRM_SHARE",
@@ -276,6 +309,12 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "ENTRY_FUNCTIONS",
     "ENTRY_VARIABLES",
+    "ERROR_EXITS",
+    "ERROR_STATUSES",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_SANDBOX_ERROR",
+    "EXIT_USAGE",
     "WALL_FLOOR_S",
     "WALL_MULTIPLE",
     "BadRecord",
@@ -292,6 +331,7 @@ __all__ = [
     "Value",
     "Verdict",
     "default_wall_timeout",
+    "error_code",
     "json_safe",
     "potrun_version",
 ]

@@ -20,6 +20,7 @@ from potrun.policies import get_policy
 from potrun.sandbox.config import (
     BACKENDS,
     SandboxConfig,
+    check_choice,
     check_megabytes,
     check_seconds,
 )
@@ -79,6 +80,15 @@ def _file_bytes(name: str, content: object) -> bytes:
     if isinstance(content, (bytes, bytearray, memoryview)):
         return bytes(content)
     raise ValueError(f"file {name[:80]!r}: its content must be bytes or text, not {type(content).__name__}")
+
+
+_ENTRY_NAMES = frozenset(entry.value for entry in Entry)
+
+
+def _check_sources(sources: object) -> None:
+    """Many programs: an iterable of sources, not one source (whose characters would each be run)."""
+    if isinstance(sources, (str, bytes)) or not hasattr(sources, "__iter__"):
+        raise UsageError(f"sources must be an iterable of programs, not {type(sources).__name__}")
 
 
 class SandboxLike(Protocol):
@@ -257,6 +267,8 @@ class Sandbox:
         1,000 characters (SandboxFusion's /run_code answers with the whole streams)."""
         if type(source) is not str:  # else the worker dies reading the request (and is retried once)
             raise UsageError(f"a program's source must be a string, not {type(source).__name__}")
+        if entry and (not isinstance(entry, str) or entry not in _ENTRY_NAMES):
+            check_choice("entry", entry, tuple(_ENTRY_NAMES))
         limits = self.limits
         if timeout is not None:
             check_seconds("timeout", timeout)
@@ -285,6 +297,7 @@ class Sandbox:
         self, sources: Iterable[str], *, entry: str | None = None, capture: bool = False
     ) -> Iterator[ExecResult]:
         """One ExecResult per source, in input order; sources are read lazily."""
+        _check_sources(sources)
         requests = (self.request(source, entry, capture=capture) for source in sources)
         return self.run_requests(requests)  # type: ignore[return-value]
 
@@ -306,6 +319,7 @@ class Sandbox:
         self, sources: Iterable[str], *, entry: str | None = None, capture: bool = False
     ) -> AsyncGenerator[ExecResult, None]:
         """`run_many` for asyncio: `async for result in box.arun_many(sources)`, in input order."""
+        _check_sources(sources)
         requests = (self.request(source, entry, capture=capture) for source in sources)
         async with aclosing(self.arun_requests(requests)) as results:
             async for result in results:

@@ -177,7 +177,7 @@ MAX_IMAGE_CHARS = 4096
 
 
 def check_choice(option: str, value: object, choices: tuple[str, ...]) -> None:
-    if type(value) is not str or value not in choices:  # not `in` alone: an unhashable value would raise
+    if not isinstance(value, str) or value not in choices:  # not `in` alone: an unhashable value would raise
         raise UsageError(f"unknown {option} {_shown(value)}; choose one of {', '.join(choices)}")
 
 

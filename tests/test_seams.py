@@ -344,3 +344,15 @@ def test_a_worker_with_a_bad_hello_is_killed_and_tried_again(monkeypatch, name, 
     with pytest.raises(SandboxUnavailable, match="its hello was not the protocol's"):
         Pool(backend, 1).start()
     assert len(backend.workers) == pool_module.START_TRIES and all(worker.killed for worker in backend.workers)
+
+
+def test_the_enums_are_choices_too():
+    """An Isolation or Entry (a StrEnum) is as good as its text: the pipeline's checker companion asks
+    for Isolation.FORK."""
+    from potrun.types import Entry, Isolation
+
+    config = SandboxConfig(isolation=Isolation.FORK, entry=Entry.SOLUTION)
+    assert config.tier is Isolation.FORK
+    box = Sandbox(policy="trusted")
+    assert box.companion("trusted", Isolation.FORK).isolation is Isolation.FORK
+    assert box.request("ans = 1", Entry.ANS).entry == "ans"

@@ -39,6 +39,7 @@ from potrun.check.records import CODE_FIELDS, GOLD_FIELDS, ID_FIELDS, Record, fi
 from potrun.check.scoring import majority_vote, pass_at_k
 from potrun.comparators import PRESETS, compare, read_answer
 from potrun.extractors import AnswerHow, ProgramHow, classify_output, extract_answer, extract_program
+from potrun.options import unknown_option
 from potrun.sandbox.api import SandboxLike
 from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import BadRecord, ExecResult, InputError, PotrunError, Status, UsageError, Value, json_safe
@@ -72,10 +73,30 @@ class CheckOptions:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise UsageError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        for name in ("code_fields", "gold_fields", "id_fields", "presets", "by_fields"):
+            names = getattr(self, name)
+            if not isinstance(names, (tuple, list)) or not all(type(item) is str for item in names):
+                raise UsageError(f"{name} must be a tuple of names, not {type(names).__name__}")
         if not self.presets:
             raise UsageError("at least one comparator preset is needed")
+        if not isinstance(self.compare_options, Mapping):
+            raise UsageError(f"compare_options must be a mapping, not {type(self.compare_options).__name__}")
+        if self.benchmark is None:  # (a benchmark's own rules name its preset)
+            _check_presets_take(self.presets, self.compare_options)
         for preset in self.presets:
             _check_option_kinds(preset, self.compare_options)
+
+
+def _check_presets_take(presets: Sequence[str], options: Mapping[str, Any]) -> None:
+    """Every preset is known, and every option is one that some preset takes: a misspelt preset or
+    option would otherwise score every record with the defaults, in silence."""
+    for preset in presets:
+        if preset not in PRESETS:
+            raise UsageError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    taken = {name for preset in presets for name in PRESETS[preset].defaults}
+    for name in options:
+        if name not in taken:
+            raise unknown_option(name, taken, f"the compare options of {', '.join(presets)}")
 
 
 def _check_option_kinds(preset: str, options: Mapping[str, Any]) -> None:
@@ -256,6 +277,10 @@ def check_records(
     golds: Mapping[Any, Any] | None = None,
 ) -> Iterator[RecordResult]:
     """Score records; yield one RecordResult per record, in input order."""
+    if not isinstance(options, CheckOptions):
+        raise UsageError(f"check_records takes its options as a CheckOptions, not {type(options).__name__}")
+    if not callable(getattr(sandbox, "run_requests", None)):
+        raise UsageError(f"check_records needs a sandbox (a Sandbox, or SandboxLike), not {type(sandbox).__name__}")
     if options.benchmark is not None:
         return run_plans((_guarded_plan(options.benchmark, item) for item in records), sandbox)
     return run_plans((_record_plan(item, options, golds, sandbox) for item in records), sandbox)

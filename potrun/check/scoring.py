@@ -26,7 +26,7 @@ from typing import Any
 from potrun.comparators import GoldRange, compare, parse_range
 from potrun.comparators.default import DEFAULTS
 from potrun.extractors.numbers import find_numbers, parse_number
-from potrun.types import ExecResult, Status, Value
+from potrun.types import ExecResult, Status, UsageError, Value
 
 __all__ = [
     "ChecklistItem",
@@ -43,9 +43,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """Probability that at least one of k samples drawn from n (c of them correct) is correct."""
     for name, x in (("n", n), ("c", c), ("k", k)):
         if isinstance(x, bool) or not isinstance(x, int):
-            raise TypeError(f"{name} must be an int, not {type(x).__name__}")
+            raise UsageError(f"{name} must be an int, not {type(x).__name__}")
     if n < 1 or not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 1 <= k <= n and 0 <= c <= n; got n={n}, c={c}, k={k}")
+        raise UsageError(f"need 1 <= k <= n and 0 <= c <= n; got n={n}, c={c}, k={k}")
     if n - c < k:
         return 1.0
     prod = 1.0

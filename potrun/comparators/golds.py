@@ -34,6 +34,7 @@ from typing import Any
 from potrun.comparators.common import is_number, shown
 from potrun.extractors.answer import NO, YES, option_letters
 from potrun.extractors.numbers import ParsedNumber, parse_number
+from potrun.types import UsageError
 
 __all__ = [
     "GSM8K_MARKER",
@@ -217,6 +218,8 @@ def _bound(x: Any) -> Num | None:
 def parse_range(text: str) -> GoldRange | None:
     """A range written in text ("an answer between 18% and 21% is correct", "[18, 21]",
     "答案在18%到21%之间均视为正确"), or None."""
+    if type(text) is not str:
+        raise UsageError(f"parse_range reads a text, not {type(text).__name__}")
     m = _INTERVAL.match(text)
     if m is not None and "[" in text:  # "(a, b)" is more often a pair than an open interval
         lo, hi = parse_number(m.group("lo")), parse_number(m.group("hi"))

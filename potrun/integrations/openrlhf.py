@@ -34,7 +34,7 @@ from typing import Any
 from potrun.check.pipeline import RecordResult
 from potrun.comparators import check_compare_options
 from potrun.extractors import response_text
-from potrun.options import check_options
+from potrun.options import check_batch, check_options
 from potrun.rewards import SANDBOX_OPTIONS, configure_if_changed, reward_of, reward_points, score_records
 from potrun.sandbox.api import SandboxConfig, SandboxLike
 from potrun.types import UsageError
@@ -56,6 +56,7 @@ def score_queries(
 ) -> dict[str, Any]:
     """OpenRLHF's reward dict for (query, prompt, label) triples, in order (module docstring).
     `sandbox`: a started Sandbox of your own instead of the shared one."""
+    check_batch("OpenRLHF's reward", queries=queries, prompts=prompts, labels=labels)
     if len(prompts) != len(queries):
         raise UsageError(f"{len(queries)} queries but {len(prompts)} prompts")
     responses = [response_text(query, prompt) for query, prompt in zip(queries, prompts, strict=True)]

@@ -47,7 +47,7 @@ from typing import Any
 
 from potrun.check.pipeline import RecordResult
 from potrun.comparators import check_compare_options
-from potrun.options import check_options
+from potrun.options import check_batch, check_options
 from potrun.rewards import SANDBOX_OPTIONS, configure_if_changed, reward_of, reward_points, score_records
 from potrun.sandbox.api import SandboxConfig, SandboxLike
 from potrun.types import UsageError, json_safe
@@ -100,6 +100,9 @@ def compute_score_batched(
 
     `sandbox`: a started Sandbox of your own instead of the shared one; `keywords`: the shared
     sandbox's options and verl's own (module docstring)."""
+    check_batch(
+        "potrun's verl reward", data_sources=data_sources, solution_strs=solution_strs, ground_truths=ground_truths
+    )
     sandbox_config = _sandbox_config(keywords)
     if sandbox is None and sandbox_config is not None:
         configure_if_changed(sandbox_config)

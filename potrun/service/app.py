@@ -56,7 +56,7 @@ from potrun.sandbox.wire.protocol import RunRequest
 from potrun.service import fusion
 from potrun.service.admission import Admission, QueueFull, TooLarge
 from potrun.service.metrics import Metrics
-from potrun.types import ExecResult, PotrunError, UsageError
+from potrun.types import ERROR_STATUSES, ExecResult, PotrunError, UsageError, error_code
 
 QUEUE_LIMIT = 4096  # programs in flight per process: a few seconds of a small pool's warm throughput
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a /run_code with 16 MiB of files in base64, and room
@@ -160,8 +160,8 @@ class Service:
         capped: list[str] = []
         try:
             requests = self._run_requests(body, capped)
-        except (UsageError, TypeError, ValueError, KeyError) as exc:  # KeyError: a program without its code
-            return _bad_request(str(exc))
+        except PotrunError as exc:
+            return error_response(exc)
         refused = self._admit(len(requests))
         if refused is not None:
             return refused
@@ -182,7 +182,7 @@ class Service:
             if not isinstance(compare_options, Mapping):
                 raise UsageError("compare_options must be an object of the preset's options")
             check_compare_options(body.get("preset", "default"), compare_options, "compare_options")
-            points = _checked_points(reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale")))
+            points = reward_points(shaped=bool(body.get("shaped", False)), scale=body.get("scale"))
             results = iter_records(
                 completions,
                 golds,
@@ -191,8 +191,8 @@ class Service:
                 sandbox=self.cached_for(request),
                 **dict(compare_options),
             )
-        except (PotrunError, TypeError, ValueError) as exc:
-            return _bad_request(str(exc))
+        except PotrunError as exc:
+            return error_response(exc)
         refused = self._admit(len(completions))
         if refused is not None:
             return refused
@@ -227,8 +227,8 @@ class Service:
 
         try:
             answer = await _unless_client_leaves(request, asyncio.to_thread(scored), cancellation.cancel)
-        except (PotrunError, TypeError, ValueError, KeyError) as exc:
-            return _bad_request(str(exc))
+        except PotrunError as exc:
+            return error_response(exc)
         finally:
             self.admission.release(size)
         if answer is None:
@@ -305,6 +305,8 @@ class Service:
                 requests.append(self.box.request(program, entry))
             elif isinstance(program, Mapping):
                 check_options(program, RUN_PROGRAM_FIELDS, "a program of /v1/run")
+                if "code" not in program:
+                    raise UsageError("a program of /v1/run needs its 'code'")
                 timeout, memory_mb = self.capped(program.get("timeout"), program.get("memory_mb"), capped)
                 requests.append(
                     self.box.request(
@@ -317,7 +319,7 @@ class Service:
                     )
                 )
             else:
-                raise TypeError("each program must be a source string or an object with its code")
+                raise UsageError("each program must be a source string or an object with its code")
         return requests
 
     async def _stream_finished(self, requests: list[RunRequest]) -> AsyncIterator[bytes]:
@@ -369,15 +371,6 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _checked_points(points: Mapping[str, Any]) -> Mapping[str, float]:
-    """A /v1/score scale, checked before the first record is scored: a bad one would end the stream
-    half way (a reward that cannot be a float or a JSON number)."""
-    for outcome in ("correct", "executed", "failed"):
-        if type(points.get(outcome)) not in (int, float):
-            raise ValueError(f"scale[{outcome!r}] must be a number")
-    return points
-
-
 def _check_preset_runs_here(preset: Any) -> None:
     """Scoring runs on the service's threads: a preset that works only in the main thread is refused
     before any record runs (UsageError, a 400), not answered False for every record."""
@@ -388,7 +381,7 @@ def _check_preset_runs_here(preset: Any) -> None:
 
 def _list(body: Any, name: str) -> list[Any]:
     if not isinstance(body, Mapping) or not isinstance(body.get(name), list):
-        raise TypeError(f"the body must be a JSON object with a list {name!r}")
+        raise UsageError(f"the body must be a JSON object with a list {name!r}")
     return list(body[name])
 
 
@@ -396,8 +389,10 @@ def _line(data: dict[str, Any]) -> bytes:
     return json.dumps(data, allow_nan=False).encode() + b"\n"
 
 
-def _bad_request(message: str) -> Response:
-    return JSONResponse({"error": message}, status_code=400)
+def error_response(error: PotrunError) -> Response:
+    """The answer to a request that raised one of potrun's errors: its class's status (ERROR_STATUSES,
+    beside the CLI's exit codes), the message as the error."""
+    return JSONResponse({"error": str(error)}, status_code=error_code(error, ERROR_STATUSES))
 
 
 async def _read_limited(request: Request, limit: int) -> bytes:

@@ -209,7 +209,7 @@ class _Settings:
             raise UsageError(f"validate knows no benchmark {self.benchmark!r}; known: {', '.join(BENCHMARKS)}")
         if not self.program_fields:
             raise UsageError("a program field is needed")
-        if not 0 < self.slow_fraction <= 1:
+        if type(self.slow_fraction) not in (int, float) or not 0 < self.slow_fraction <= 1:
             raise UsageError("slow_fraction must be in (0, 1]")
         accepted = PRESETS[self.compare].defaults
         extra = sorted(set(self.compare_options) - set(accepted))
@@ -220,6 +220,8 @@ class _Settings:
 def _items(records: str | Path | Iterable[Any]) -> Iterator[Record | BadRecord]:
     if isinstance(records, (str, Path)):
         return _read(records)
+    if isinstance(records, (bytes, Mapping)) or not hasattr(records, "__iter__"):
+        raise UsageError(f"records must be a path or an iterable of records, not {type(records).__name__}")
     return (given_record(item, number) for number, item in enumerate(records, start=1))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from potrun.check.scoring import ChecklistItem, ChecklistResult, check_checklist, majority_vote, pass_at_k
-from potrun.types import ExecResult, Status
+from potrun.types import ExecResult, Status, UsageError
 
 # ----------------------------------------------------------------- pass@k
 
@@ -33,14 +33,14 @@ def test_pass_at_k_edges() -> None:
 
 @pytest.mark.parametrize("n,c,k", [(0, 0, 1), (5, 6, 1), (5, -1, 1), (5, 2, 0), (5, 2, 6)])
 def test_pass_at_k_rejects_bad_counts(n: int, c: int, k: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError):
         pass_at_k(n, c, k)
 
 
 def test_pass_at_k_rejects_non_ints() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(UsageError):
         pass_at_k(10.0, 3, 1)  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    with pytest.raises(UsageError):
         pass_at_k(10, True, 1)  # type: ignore[arg-type]
 
 
