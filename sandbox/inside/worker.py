@@ -348,8 +348,10 @@ class Worker(Containment):
                 if math.isfinite(cpu):
                     self._warm_cpu = cpu
                 if flags & NEEDS_FORK:  # answers go out before the fork, which may take its whole time
-                    self._write(b"".join(out) + self.run_forked(head))
-                    out.clear()
+                    if out:  # (written first: `out + run_forked(...)` held them until the fork ended)
+                        self._write(b"".join(out))
+                        out.clear()
+                    self._write(self.run_forked(head))
                     if self.warm is None:  # replaced before the fork (`run_forked`): the rest is re-sent
                         return b"", True, time.perf_counter()
                     finished = self._resume_warm()
