@@ -275,7 +275,7 @@ PYTHON_INLINE = {'for r in potrun.validate("golds.jsonl"): r.ok, r.problems'}
 CI = "run by .ci/run (the editable install, .ci/lint, the tests) and .ci/check-wheel (the wheel in a fresh venv)"
 DOCKER = "needs a Docker engine (and root, apt and a mirror for setup-docker.sh): run by .ci/run"
 NETWORK = "downloads from a package index"
-CLUSTER = "needs a Ray cluster of several machines (tests/test_ray.py runs the engine on a local instance)"
+CLUSTER = "needs a Ray cluster of several machines (tests/check/test_ray.py runs the engine on a local instance)"
 LONG = "a benchmark: minutes of machine time, its figure measured by hand (docs/performance.md)"
 PROSE = "names a command or part of one in a sentence; nothing to run"
 ELSEWHERE = {
@@ -294,13 +294,13 @@ ELSEWHERE = {
     "pip install 'potrun[parquet]'": NETWORK,
     "pip install 'potrun[zstd]'": NETWORK,
     "pip install 'potrun[math]'": NETWORK,
-    "potrun validate --benchmark docmath": "names the option in a sentence; tests/test_benchmark_docmath.py runs it",
+    "potrun validate --benchmark docmath": "names the option in a sentence; tests/benchmarks/test_benchmark_docmath.py runs it",
     "ray start --head": CLUSTER,
     "ray start --address HEAD:6379": CLUSTER,
     "potrun check PREDS --engine ray [--ray-address ADDR] [--ray-actors N] [--workers W]": CLUSTER,
     "python bench/scale.py --ray-records 50000": CLUSTER,
     "python bench/parent_memory.py": LONG,
-    "python bench/idiom_corpus.py": "runs 2,545 programs in forks (minutes); tests/test_idioms.py asserts the same"
+    "python bench/idiom_corpus.py": "runs 2,545 programs in forks (minutes); tests/policies/test_idioms.py asserts the same"
     " refused set (the PoT part with -m slow)",
     "python bench/kill_latency.py": LONG,
     "python bench/seccomp_cost.py --compare-with OLD.py": LONG,
@@ -315,20 +315,20 @@ ELSEWHERE = {
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --workers 2": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --policy trusted --isolation fork": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --isolation fork": LONG,
-    "potrun check results.jsonl --benchmark longdocurl --out scored.jsonl --summary-json summary.json": "a placeholder; tests/test_benchmark_*.py run --benchmark on every benchmark's samples",
+    "potrun check results.jsonl --benchmark longdocurl --out scored.jsonl --summary-json summary.json": "a placeholder; tests/benchmarks/test_benchmark_*.py run --benchmark on every benchmark's samples",
     "potrun check FILE --benchmark NAME": PROSE,
-    "potrun check ../shared/data/pot/gsm8k_fewshot_codex.jsonl --compare pot --summary-json s.json --out r.jsonl": "its figures come from the reproduction runs above (RUN); tests/test_summary.py checks the intervals",
-    "potrun diff pot.jsonl default.jsonl": "tests/test_diff.py runs potrun diff on two runs with known changes",
-    "pip install 'potrun[report]' && potrun report r.jsonl --summary s.json --html report.html": "tests/test_html_report.py makes the report of a GSM8K run and opens it in Chromium",
+    "potrun check ../shared/data/pot/gsm8k_fewshot_codex.jsonl --compare pot --summary-json s.json --out r.jsonl": "its figures come from the reproduction runs above (RUN); tests/check/test_summary.py checks the intervals",
+    "potrun diff pot.jsonl default.jsonl": "tests/reports/test_diff.py runs potrun diff on two runs with known changes",
+    "pip install 'potrun[report]' && potrun report r.jsonl --summary s.json --html report.html": "tests/reports/test_html.py makes the report of a GSM8K run and opens it in Chromium",
     "potrun diff": PROSE,
     "potrun serve": PROSE,
     "potrun check --out": PROSE,
-    "pip install 'potrun[serve]' && potrun serve --port 8080": "a server that runs until stopped: tests/test_service.py starts it on a random port of 127.0.0.1 and calls it",
-    "potrun serve --host 0.0.0.0 --token T": "binds beyond loopback (tests stay on 127.0.0.1): tests/test_service.py checks the refusal without a token",
+    "pip install 'potrun[serve]' && potrun serve --port 8080": "a server that runs until stopped: tests/service/test_service.py starts it on a random port of 127.0.0.1 and calls it",
+    "potrun serve --host 0.0.0.0 --token T": "binds beyond loopback (tests stay on 127.0.0.1): tests/service/test_service.py checks the refusal without a token",
     "python bench/serve_vs_sandboxfusion.py": LONG,
     "potrun report": PROSE,
     "potrun check preds.jsonl": "a placeholder for the user's file (the bundled example runs in .ci/check-wheel)",
-    "potrun check PREDS --out FILE --resume": "a placeholder; resuming is tested in tests/test_durability.py",
+    "potrun check PREDS --out FILE --resume": "a placeholder; resuming is tested in tests/check/test_durability.py",
     "pip install -e '.[docs]'": NETWORK,
     "pip install -e '.[docs]' && mkdocs serve": "a web server that runs until stopped; tests/docs/test_docs.py builds the site with mkdocs build --strict",
     "potrun check": PROSE,
@@ -347,10 +347,10 @@ TEXT = {
     '{"line": 3, "id": "fin-003", "ok": false, "problems": [{"code": "runtime_error", "severity": "error",': "test_validate_output_example",
     "potrun/ ": "tests/docs/test_docs.py: test_the_layout_list_is_the_tree",
     "model output --extract--> program / answer text --execute in a sandbox--> typed value --compare--> verdict": "the pipeline drawn in words on the docs' home page",
-    "paired records graded in both runs: 1318 (unpaired: 0 in A, 0 in B; not graded in one or both: 0)": "potrun diff's output on the GSM8K runs of --compare pot and default, as printed; tests/test_diff.py checks its lines on runs with known changes",
-    "# verl (trainer config): the batch manager is the fastest, one batch through the pool": "tests/test_integrations.py: verl's loader of custom_reward_function.path and name",
-    "# OpenRLHF: the reward function file, or `potrun serve` and --remote_rm_url http://HOST:PORT/openrlhf/reward": "tests/test_integrations.py: OpenRLHF's loader of a --remote_rm_url file",
-    "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout": "tests/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
+    "paired records graded in both runs: 1318 (unpaired: 0 in A, 0 in B; not graded in one or both: 0)": "potrun diff's output on the GSM8K runs of --compare pot and default, as printed; tests/reports/test_diff.py checks its lines on runs with known changes",
+    "# verl (trainer config): the batch manager is the fastest, one batch through the pool": "tests/service/test_integrations.py: verl's loader of custom_reward_function.path and name",
+    "# OpenRLHF: the reward function file, or `potrun serve` and --remote_rm_url http://HOST:PORT/openrlhf/reward": "tests/service/test_integrations.py: OpenRLHF's loader of a --remote_rm_url file",
+    "zcat preds.jsonl.gz | potrun check - --out - > results.jsonl      # or /dev/stdin, /dev/stdout": "tests/check/test_input.py: test_stdin_is_read_as_it_comes_and_stdout_gets_the_lines, test_a_gzip_stream_on_stdin_and_dev_stdout",
 }
 
 ITEMS = docs_items(DOCS)
@@ -370,8 +370,8 @@ def test_every_item_is_accounted_for() -> None:
         ("text", next((t for t in TEXT if text.startswith(t)), text)) for kind, text in found if kind == "text"
     }
     found = {f for f in found if f[0] not in ("python", "text")} | python_blocks | text_blocks
-    assert sorted(found - named) == [], "items of the docs that no table in tests/test_readme.py names"
-    assert sorted(named - found) == [], "items named in tests/test_readme.py that the docs no longer have"
+    assert sorted(found - named) == [], "items of the docs that no table in this file names"
+    assert sorted(named - found) == [], "items named in this file that the docs no longer have"
 
 
 @pytest.mark.parametrize("first_line", sorted(PYTHON))
