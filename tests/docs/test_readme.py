@@ -303,7 +303,7 @@ ELSEWHERE = {
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --workers 2": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --policy trusted --isolation fork": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --isolation fork": LONG,
-    "potrun check results.jsonl --benchmark longdocurl --out scored.jsonl --summary-json summary.json": "a placeholder; tests/test_benchmark_*.py run --benchmark on every benchmark's samples",
+    "potrun check results.jsonl --benchmark longdocurl --out scored.jsonl --summary-json summary.json": "a placeholder; tests/benchmarks/test_benchmark_*.py run --benchmark on every benchmark's samples",
     "potrun check FILE --benchmark NAME": PROSE,
     "potrun check ../shared/data/pot/gsm8k_fewshot_codex.jsonl --compare pot --summary-json s.json --out r.jsonl": "its figures come from the reproduction runs above (RUN); tests/check/test_summary.py checks the intervals",
     "potrun diff pot.jsonl default.jsonl": "tests/reports/test_diff.py runs potrun diff on two runs with known changes",
@@ -361,8 +361,8 @@ def test_every_item_is_accounted_for() -> None:
         ("text", next((t for t in TEXT if text.startswith(t)), text)) for kind, text in found if kind == "text"
     }
     found = {f for f in found if f[0] not in ("python", "text")} | python_blocks | text_blocks
-    assert sorted(found - named) == [], "items of the docs that no table in tests/docs/test_readme.py names"
-    assert sorted(named - found) == [], "items named in tests/docs/test_readme.py that the docs no longer have"
+    assert sorted(found - named) == [], "items of the docs that no table in this file names"
+    assert sorted(named - found) == [], "items named in this file that the docs no longer have"
 
 
 @pytest.mark.parametrize("first_line", sorted(PYTHON))
