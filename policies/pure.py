@@ -7,7 +7,7 @@ library containers and caches, the builtins dict, the runner's own modules and f
 contexts, numpy's error and print state, ABC registries, the codec registry, threads, processes.
 Everything not proven goes to the fork tier; a refusal costs speed, never safety. The verdict does not
 depend on the policy: an admitted program does nothing the restricted policy forbids (its modules,
-builtins and attribute names are within that policy's; tests/test_pure.py checks it).
+builtins and attribute names are within that policy's; tests/policies/test_pure.py checks it).
 
 `why_not_pure(code)` proves it on the compiled code object (not the AST: an AST walk costs more than the
 program itself), recursing into the code objects among its constants, with C-level operations on the

@@ -207,7 +207,7 @@ _REFUSED_OPCODES_313: dict[str, str] = {
     ),
 }
 
-# CALL_INTRINSIC_1's functions that a pure program may call, by argument (tests/test_pure.py checks each
+# CALL_INTRINSIC_1's functions that a pure program may call, by argument (tests/policies/test_pure.py checks each
 # number against the name dis gives it).
 ALLOWED_INTRINSICS: dict[int, str] = {
     3: "INTRINSIC_STOPITERATION_ERROR: a generator turns a StopIteration raised inside it into RuntimeError",

@@ -180,7 +180,7 @@ PURE_MODULES: dict[str, dict[str, str]] = {
 # ---------------------------------------------------------------------------------------- attributes
 # Attribute names a pure program may read on any value (members of pure modules are allowed too). An
 # attribute is allowed by name alone, since bytecode does not tell types apart: each name was checked
-# on every type a pure program can hold (tests/test_pure.py probes them). Never frames, code, globals,
+# on every type a pure program can hold (tests/policies/test_pure.py probes them). Never frames, code, globals,
 # buffers (`base`, `data`, `ctypes`, `flags`, `view`), file writers (`tofile`, `dump`), `dtype` (shared
 # descriptor objects), field walkers (`format`, `format_map`), codecs (`encode`, `decode`), nor any
 # name starting with "_".

@@ -272,7 +272,7 @@ def test_no_module_or_function_past_its_bound() -> None:
 
 
 def test_every_command_module_imports_public_names_only() -> None:
-    """The command line calls the public API only (tests/test_cli_api.py reads potrun/cli/__init__.py):
+    """The command line calls the public API only (tests/cli/test_cli_imports.py reads potrun/cli/__init__.py):
     every module of potrun.cli takes from the package only names that are not private and, where the
     module declares its `__all__`, listed there."""
     import importlib

@@ -25,7 +25,7 @@ from potrun.sandbox.config import BACKENDS, OPTION_NAMES
 from potrun.sandbox.parent import pool as pool_module
 from potrun.sandbox.parent.pool import Pool
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import REPO
 
 # A value other than the default for each field the process backend takes (`backend` aside: another
 # backend needs its engine).
