@@ -7,6 +7,7 @@ from potrun.types import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_SANDBOX_ERROR,
+    EXIT_USAGE,
     PotrunError,
     Status,
     error_code,
@@ -27,3 +28,16 @@ def run_exit_code(status: Status) -> int:
     if status is Status.OK:
         return EXIT_OK
     return EXIT_SANDBOX_ERROR if status is Status.SANDBOX_ERROR else EXIT_FAILED
+
+
+__all__ = [
+    "ERROR_EXITS",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOTHING_SCORED",
+    "EXIT_OK",
+    "EXIT_SANDBOX_ERROR",
+    "EXIT_USAGE",
+    "error_exit",
+    "run_exit_code",
+]

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+# The repository's root, wherever in tests/ this file stands.
+from paths import REPO
+
 from potrun import CheckOptions, SandboxConfig, UsageError, run_check
 from potrun.check.run import CheckRun
 from potrun.cli import EXIT_OK, main
 
-# The repository's root, wherever in tests/ this file stands.
-REPO = next(path for path in Path(__file__).resolve().parents if (path / "pyproject.toml").is_file())
 EXAMPLES = REPO / "examples"
 SANDBOX = SandboxConfig(workers=1)
 # What differs between two runs of the same records: timings, the clock, the command line.

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import REPO
 
 from potrun import Sandbox, SandboxConfig, SandboxUnavailable, UsageError, rewards
 from potrun.sandbox.config import BACKENDS, OPTION_NAMES
 from potrun.sandbox.parent import pool as pool_module
 from potrun.sandbox.parent.pool import Pool
-
-from paths import REPO
 
 # A value other than the default for each field the process backend takes (`backend` aside: another
 # backend needs its engine).
