@@ -290,6 +290,9 @@ def make_reward_function(
     (`<name>/status/<status>`); the name (`__name__`, under which TRL logs the reward) is distinct for
     each configuration (`reward_name`), so two potrun rewards never merge their metrics."""
     check_compare_options(preset, compare_options, "make_reward_function", also=_OWN_OPTIONS)
+    if type(gold_field) is not str or not gold_field:
+        raise UsageError(f"make_reward_function: gold_field must be a column's name, not {type(gold_field).__name__}")
+    CheckOptions(mode=mode, presets=(preset,), compare_options=compare_options)  # checked now, not at the first call
     label = name or reward_name(shaped=shaped, gold_field=gold_field, mode=mode, preset=preset, **compare_options)
     options = {"shaped": shaped, "mode": mode, "preset": preset, **compare_options}
 

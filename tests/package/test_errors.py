@@ -77,6 +77,8 @@ BAD_CALLS: dict[str, Callable[[], Any]] = {
         scale={"correct": float("nan"), "executed": 0, "failed": 0}
     ),
     "configure typo": lambda: rewards.configure(timout=1),
+    "make_reward_function gold_field int": lambda: rewards.make_reward_function(gold_field=5),  # type: ignore[arg-type]
+    "make_reward_function mode": lambda: rewards.make_reward_function(mode="program"),
     "openrlhf score_queries int": lambda: openrlhf.score_queries(5, 5, 5),  # type: ignore[arg-type]
     "openrlhf make_reward_func typo": lambda: openrlhf.make_reward_func(timout=1),
     "verl batched int": lambda: verl.compute_score_batched(5, 5, 5),  # type: ignore[arg-type]
