@@ -299,6 +299,7 @@ ELSEWHERE = {
     "python bench/threaded_rewards.py [--harness executor] [--cached]": LONG,
     "python bench/handoff_floor.py [--work-us 86] [--work-in caller]": LONG,
     "python bench/small_batches.py": LONG,
+    "python bench/fork_classes.py --programs 200 --rounds 3": LONG,
     "python bench/load_independence.py": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --workers 2": LONG,
     "potrun bench ../shared/data/pot/gsm8k_fewshot_codex.jsonl --policy trusted --isolation fork": LONG,

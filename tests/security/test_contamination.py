@@ -329,6 +329,7 @@ PAIRS = [
     ),
     pair(
         escaped("""
+        import numpy.random  # (its template holds it: the bare fork server never imports numpy)
         rnd = sys.modules['numpy.random']
         setattr(rnd, 'default_rng', lambda seed=None: rnd.Generator(rnd.PCG64(1)))
     """),
