@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from conftest import DOCKER_IMAGE
 from paths import SHARED
 
 from potrun.cli import main
@@ -185,7 +186,7 @@ def _orphaned_sessions() -> set[str]:
 def engine():
     try:
         client = backend.connect(timeout=10)
-        backend.require_image(client, backend.DEFAULT_IMAGE)
+        backend.require_image(client, DOCKER_IMAGE)
     except SandboxUnavailable as exc:
         if os.environ.get("POTRUN_REQUIRE_DOCKER") == "1":
             pytest.fail(f"POTRUN_REQUIRE_DOCKER=1 but {exc}")
@@ -298,6 +299,7 @@ def test_gsm8k_gives_the_same_statuses_and_values_as_the_process_backend(engine,
         out = tmp_path / f"{name}.jsonl"
         code = main(
             ["check", str(GSM8K), "--backend", name, "--workers", "2", "--timeout", "20", "--quiet", "--out", str(out)]
+            + (["--image", DOCKER_IMAGE] if name == "docker" else [])
         )
         assert code == 0
         outputs[name] = [json.loads(line) for line in out.read_text().splitlines()]
@@ -327,6 +329,8 @@ def _start_check(tmp_path: Path) -> subprocess.Popen:
         str(corpus),
         "--backend",
         "docker",
+        "--image",
+        DOCKER_IMAGE,
         "--workers",
         "2",
         "--quiet",
@@ -373,7 +377,7 @@ def test_a_killed_worker_exits_when_its_stdin_closes(engine):
     worker's stdin, the worker exits, auto_remove removes the container."""
     client = backend.connect()
     options = backend.container_options(
-        image=backend.DEFAULT_IMAGE, limits=Limits(), hash_seed=0, session="stdin-once-probe", name=None
+        image=DOCKER_IMAGE, limits=Limits(), hash_seed=0, session="stdin-once-probe", name=None
     )
     container = client.containers.create(**options)
     stream = container.attach_socket(params={"stdin": 1, "stdout": 1, "stream": 1})
@@ -398,9 +402,9 @@ def test_doctor_cleanup_removes_leftovers_of_dead_processes_only(engine, capsys)
         "potrun.pid": str(dead.pid),
         "potrun.host": socket.gethostname(),
     }
-    leftover = engine.containers.create(backend.DEFAULT_IMAGE, ["sleep", "60"], labels=labels, network_mode="none")
+    leftover = engine.containers.create(DOCKER_IMAGE, ["sleep", "60"], labels=labels, network_mode="none")
     alive = engine.containers.create(
-        backend.DEFAULT_IMAGE,
+        DOCKER_IMAGE,
         ["sleep", "60"],
         network_mode="none",
         labels={**labels, "potrun.session": "alive", "potrun.pid": str(os.getppid())},
