@@ -201,7 +201,7 @@ if [ "$REBUILD" != 1 ] && docker image inspect "$IMAGE_TAG" >/dev/null 2>&1; the
 else
   "$PYTHON" -c 'import potrun.tools.image' 2>/dev/null \
     || die "$PYTHON cannot import potrun.tools.image: run pip install -e '.[test]' first (or set PYTHON)"
-  "$PYTHON" -m potrun.tools.image build --base "$BASE_TAG" --tag "$IMAGE_TAG" --with sympy  # parity with the test host
+  "$PYTHON" -m potrun.tools.image build --base "$BASE_TAG" --tag "$IMAGE_TAG" --with sympy --with pandas  # parity with the test host
   step_end "built ($(docker image inspect --format '{{.Size}}' "$IMAGE_TAG" | awk '{printf "%.0f MB", $1/1e6}'))"
 fi
 

@@ -189,13 +189,18 @@ class Templates:
     def __init__(self, bare: ForkServer, memory: MemoryCgroup | None) -> None:
         self.bare = bare
         self.memory = memory
+        # Only where the worker sets its memory cgroup's limit before each fork (the program's limit above
+        # what the worker and its templates hold). A container's limit is fixed when it starts: room
+        # left there for templates would be room for a program's memfds and children whenever no
+        # template fills it, so in a container every program forks from the bare fork server.
+        self.enabled = memory is None or memory.owned
         self._live: OrderedDict[Profile, Template] = OrderedDict()
         self._failed: dict[Profile, float] = {}  # when a profile's template last failed to come up
 
     def server_for(self, modules: Profile, memory_mb: int, wall_s: float) -> ForkServer:
         """The server a program of this profile forks from: its template (made now, if need be), or the
         bare fork server. Asked with no program alive in the worker (no fork; the warm runner idle)."""
-        if not modules.modules:
+        if not modules.modules or not self.enabled:
             return self.bare
         live = self._live.get(modules)
         if live is not None:

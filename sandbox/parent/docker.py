@@ -16,10 +16,11 @@ Each container is created with (see `container_options`):
                                     what the runner was forked with) set by the worker, the cgroup
                                     limit is the container-wide backstop above it: the worker itself
                                     (Python + numpy, ~60 MB), the /tmp tmpfs (which the memory cgroup
-                                    charges, up to 64 MB), page cache and the worker's templates
-                                    (`templates.TEMPLATE_BUDGET_MB`) fit in the overhead
+                                    charges, up to 64 MB) and page cache fit in the overhead. No
+                                    templates here: this limit is fixed when the container starts, so
+                                    their room would be room for a program's memfds and children too
     pids_limit                      max_processes + PIDS_OVERHEAD (the worker, its fork server, its
-                                    warm runner and its templates)
+                                    warm runner, and the template slots, held by placeholders)
     nano_cpus=1e9                   one CPU per container
     user="0", cap_drop=["ALL"],     the worker is root with five capabilities only, to hand its runners
     cap_add=RUNNER_CAPABILITIES,    another uid (SETUID, SETGID), make and clean their folders (CHOWN,
@@ -87,7 +88,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.inside.templates import TEMPLATE_BUDGET_MB, TEMPLATE_TASKS
+from potrun.sandbox.inside.templates import TEMPLATE_TASKS
 from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
 from potrun.sandbox.wire.command import worker_command
 from potrun.types import Limits, SandboxUnavailable
@@ -102,8 +103,9 @@ SANDBOX_LABEL = "potrun.sandbox"
 SESSION_LABEL = "potrun.session"
 PID_LABEL = "potrun.pid"
 HOST_LABEL = "potrun.host"
-# The worker process, the /tmp tmpfs, page cache, the templates: above the program's own limit.
-WORKER_OVERHEAD_MB = 256 + TEMPLATE_BUDGET_MB
+# The worker process, the /tmp tmpfs, page cache: above the program's own limit (no templates in a
+# container: `templates.Templates.enabled`).
+WORKER_OVERHEAD_MB = 256
 # The worker, its fork server, its warm runner and its templates: the program gets max_processes.
 PIDS_OVERHEAD = 3 + TEMPLATE_TASKS
 NANO_CPUS = 1_000_000_000  # one CPU per container

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import TIMEOUT_S, assert_pool_healthy, describe, process_table, worker_host_pid
+from conftest import DOCKER_IMAGE, TIMEOUT_S, assert_pool_healthy, describe, process_table, worker_host_pid
 from paths import REPO, SHARED
 
 from potrun import Sandbox, Status
@@ -478,9 +478,10 @@ DAEMON = textwrap.dedent("""
 POTRUN = textwrap.dedent("""
     import sys
     from potrun import Sandbox
-    backend, marker, canary = sys.argv[1:4]
+    backend, marker, canary, image = sys.argv[1:5]
     program = f"MARKER = {marker!r}\\n" + sys.stdin.read()
-    with Sandbox(backend, policy="trusted", workers=1, timeout=90) as box:
+    options = {"image": image} if backend == "docker" else {}
+    with Sandbox(backend, policy="trusted", workers=1, timeout=90, **options) as box:
         print("started", flush=True)
         box.run(program)
 """)
@@ -501,7 +502,7 @@ def test_no_process_outlives_potrun(backend: str, how: signal.Signals, tmp_path:
     show no process with the marker."""
     marker = f"outlive-marker-{os.getpid()}-{how.name}"
     potrun = subprocess.Popen(
-        [sys.executable, "-c", POTRUN, backend, marker, "canary-potrun-cmdline"],
+        [sys.executable, "-c", POTRUN, backend, marker, "canary-potrun-cmdline", DOCKER_IMAGE],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         cwd=tmp_path,
