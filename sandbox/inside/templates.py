@@ -21,6 +21,8 @@ What a template is and is not:
 - not the program's memory: what it holds is added to the worker's share (`MemoryCgroup.baseline`) of
   the memory cgroup's limit, and a fork's RLIMIT_AS counts from the address space it was forked with
   (`RunnerEntry.enter`), so that a program's memory limit is its own memory, from any template.
+  Hence templates only where the worker sets that limit before each fork (`Templates.enabled`): a
+  container's limit is fixed when it starts, and room left there for templates would be a program's.
 
 A template that does not come up in time (TEMPLATE_START_S, or half the program's wall-clock net) or
 dies is dropped; its programs fork from the bare fork server and import what they need themselves,
