@@ -17,25 +17,30 @@ from dataclasses import dataclass
 
 from potrun.types import UsageError
 
+# The standard library modules programs import most: every worker imports them at its start, outside
+# any program's limits (`sandbox/inside/worker.py`), so that no fork pays their import.
+STDLIB_MODULES: tuple[str, ...] = (
+    "math",
+    "cmath",
+    "statistics",
+    "fractions",
+    "decimal",
+    "datetime",
+    "itertools",
+    "functools",
+    "collections",
+    "operator",
+    "re",
+    "string",
+    "random",
+    "heapq",
+    "bisect",
+    "copy",
+)
 # Modules a restricted program may import (top level or dotted). sympy only where it is installed.
 ALLOWED_MODULES: frozenset[str] = frozenset(
     {
-        "math",
-        "cmath",
-        "statistics",
-        "fractions",
-        "decimal",
-        "datetime",
-        "itertools",
-        "functools",
-        "collections",
-        "operator",
-        "re",
-        "string",
-        "random",
-        "heapq",
-        "bisect",
-        "copy",
+        *STDLIB_MODULES,
         "numbers",
         "calendar",
         "numpy",
@@ -177,6 +182,7 @@ __all__ = [
     "POLICIES",
     "POLICY_NAMES",
     "POLYNOMIAL_SUBMODULES",
+    "STDLIB_MODULES",
     "WRITABLE_ATTRIBUTES",
     "WRITABLE_BASES",
     "WRITABLE_BASE_MODULES",

@@ -32,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from potrun.policies import POLICY_NAMES, get_policy
+from potrun.policies import POLICY_NAMES, STDLIB_MODULES, get_policy
 from potrun.policies.pure import prepare_proxies
 from potrun.policies.restricted import close_sympy_escape_hatches
 from potrun.sandbox.inside import cputimer
@@ -79,24 +79,7 @@ from potrun.sandbox.wire.protocol import (
 )
 from potrun.types import ExecResult, Isolation, Status
 
-PRELOAD = (
-    "math",
-    "cmath",
-    "statistics",
-    "fractions",
-    "decimal",
-    "datetime",
-    "itertools",
-    "functools",
-    "collections",
-    "operator",
-    "re",
-    "string",
-    "random",
-    "heapq",
-    "bisect",
-    "copy",
-)
+PRELOAD = STDLIB_MODULES  # the allowed standard modules, imported before any program
 WARM_QUEUE = 64  # requests streamed ahead to a warm runner...
 # ...holding at most this many bytes, half a pipe: the worker's writes to the runner never block then
 # (only a lone request may be larger, and the runner, idle, reads it), so the worker always comes back
