@@ -346,8 +346,12 @@ class Worker(Containment):
             self._clean_strays()
             return b"".join(out), False, finished
         if now >= _deadline(inflight[0], finished):
+            stopped = isolation.process_stopped(runner.pid)
             isolation.kill_group(runner.pid)
             head = inflight.popleft()
+            if stopped:  # a signal from outside stopped the runner: the machinery's failure, a fork decides
+                self._reap(runner)
+                return self.run_forked(head), True, time.perf_counter()
             return self._verdict_after_kill(runner, head.message, _started(head, finished), "wall"), True, now
         return b"", False, finished
 

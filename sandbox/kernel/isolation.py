@@ -399,6 +399,18 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def process_stopped(pid: int) -> bool:
+    """Is `pid` stopped by a signal (SIGSTOP, SIGTSTP...) or a tracer? Its state, in /proc: a stopped
+    process runs nothing, so no time it spends stopped is a program's."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read(4096)
+    except OSError:
+        return False
+    _, _, after = text.rpartition(b")")  # (the command name may hold any byte, ")" too: the last one ends it)
+    return after[1:2] in (b"T", b"t")
+
+
 def under_pids_limit() -> bool:
     """Is this process already in a cgroup with a finite pids.max (a container's --pids-limit)?"""
     for path in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):

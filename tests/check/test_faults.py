@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DOCKER_IMAGE, lines_of, process_table, worker_host_pid
+from conftest import DOCKER_IMAGE, describe, lines_of, process_table, worker_host_pid
 from paths import SHARED
 
 from potrun import ExecResult, Sandbox, Status
-from potrun.sandbox.kernel.isolation import PIDS_CGROUP_ROOT
+from potrun.sandbox.kernel.isolation import PIDS_CGROUP_ROOT, process_alive
 from potrun.sandbox.parent import pool as pool_module
 from potrun.sandbox.parent.fake import FakeBackend
 from potrun.sandbox.parent.pool import START_TRIES, Pool
@@ -433,6 +433,35 @@ def test_api_run_many_survives_random_kills_and_a_stop(backend: str, seed: int) 
         assert len(differ) <= injector.faults, f"{len(differ)} results changed: {differ[:3]}; {why}"
         assert all(r.status.value in MACHINE_STATUSES for _, r in differ), why
         assert [r.value for r in box.run_many(program(k) for k in range(5))] == [value(k) for k in range(5)]
+
+
+@pytest.mark.slow
+def test_a_process_of_a_worker_stopped_at_rest_decides_no_later_verdict(backend: str) -> None:
+    """Each process of a worker's tree stopped by SIGSTOP between programs (as a debugger, an operator's
+    signal or a fault would): the next programs, warm and forked, still get their own results. A warm
+    runner found stopped at the wall net ran nothing: its program is decided in a fork, not given the
+    stop's timeout."""
+    box = Sandbox(backend, workers=1, timeout=1, wall_timeout=2, image=DOCKER_IMAGE if backend == "docker" else None)
+    programs = ["ans = 6 * 7", "class A:\n    x = 2\nans = A.x * 21", "import decimal\nans = int(decimal.Decimal(42))"]
+    with box:
+        assert [r.value for r in box.run_many(programs)] == [42] * 3
+        roles = sorted(set(sandbox_tree(box, backend)().values()), key=_depth, reverse=True)
+        for role in roles:  # the deepest and newest first (the warm runner before its fork server): a stop that
+            # replaces the whole worker ends its tree
+            for pid in sorted(
+                (pid for pid, named in sandbox_tree(box, backend)().items() if named == role), reverse=True
+            ):
+                if not process_alive(pid):
+                    break  # replaced with its worker
+                os.kill(pid, signal.SIGSTOP)
+                results = list(box.run_many(programs))
+                assert [(r.status, r.value) for r in results] == [(Status.OK, 42)] * 3, (role, describe(results[0]))
+
+
+def _depth(role: str) -> int:
+    """How deep a role of `sandbox_tree` lies in a worker's tree."""
+    found = [depth for depth, name in ROLES.items() if name == role]
+    return found[0] if found else int(role.rsplit(" ", 1)[-1]) if role[-1].isdigit() else 0
 
 
 def test_api_a_worker_killed_and_then_its_replacement_as_it_starts(backend: str) -> None:

@@ -11,6 +11,7 @@ given-up program reached the cache. Over backends, policies and tiers.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -60,10 +61,18 @@ def _running(box: Sandbox, count: int) -> None:
 
 
 def _roots(box: Sandbox) -> set[int]:
+    """The host pids at the roots of the pool's workers; a worker whose container is already gone
+    (stopped, its replacement not yet in the slot) has none."""
     from conftest import worker_host_pid
 
     assert box._pool is not None
-    return {worker_host_pid(slot.conn) for slot in box._pool.slots}
+    roots: set[int] = set()
+    for slot in list(box._pool.slots):
+        try:
+            roots.add(worker_host_pid(slot.conn))
+        except subprocess.CalledProcessError:  # `docker inspect` of a removed container
+            continue
+    return roots
 
 
 def _neighbour_runs(box: Sandbox, count: int = 8) -> None:
