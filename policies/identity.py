@@ -49,8 +49,11 @@ _WORD: Final = ctypes.sizeof(ctypes.c_void_p)
 # Places of PyTypeObject's slots, in words (PyObject_VAR_HEAD: refcount, type, size; then tp_name,
 # tp_basicsize, tp_itemsize, tp_dealloc, tp_vectorcall_offset, tp_getattr, tp_setattr, tp_as_async).
 _TP_NAME, _TP_REPR, _TP_HASH, _TP_STR = 3, 11, 15, 17
-_ReprSlot = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.py_object)
-_HashSlot = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.py_object)
+# PYFUNCTYPE, not CFUNCTYPE: a CFUNCTYPE call releases the GIL around the C function, and a slot's own
+# function (called from a callback) then runs with no thread state: CPython 3.12+ crashes at once (3.11
+# only happened not to).
+_ReprSlot = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)
+_HashSlot = ctypes.PYFUNCTYPE(ctypes.c_ssize_t, ctypes.py_object)
 NUMBER_HASH_BUDGET: Final = 10_000  # number hashes one warm program may make (see the docstring)
 HIDDEN: Final = "<text that would show an address>"  # what a refused repr returns where nobody stops the program
 

@@ -578,12 +578,7 @@ PURE_BUILTINS: Final[Mapping[str, object]] = _make_builtins()
 def guard_addresses() -> None:
     """In a warm runner's process, once: from now on, a program between `pure_globals()` and
     `end_program()` that asks for an address (an identity repr or hash, a NaN's hash) is unproven on
-    the spot (`identity`). Not on CPython 3.12+: there the slot callbacks crash the interpreter at the
-    first identity repr (a segfault on 3.13.5, not yet understood), and a crashed warm runner sends every
-    program to a fork. Until they are reviewed there, 3.13's warm tier runs unguarded: text cut from an
-    address, and the order of a set of functions, may differ between tiers and runners (as before 0.3)."""
-    if sys.version_info >= (3, 12):
-        return
+    the spot (`identity`)."""
     identity.install(_unproven_now)
 
 
