@@ -16,11 +16,12 @@ from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from contextlib import aclosing, closing
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from potrun.policies import get_policy
+from potrun.policies import POLICY_NAMES, get_policy
 from potrun.sandbox.config import (
     BACKENDS,
     SandboxConfig,
     check_choice,
+    check_limits,
     check_megabytes,
     check_seconds,
 )
@@ -34,6 +35,7 @@ from potrun.types import (
     DEFAULT_TIMEOUT_S,
     Entry,
     ExecResult,
+    Isolation,
     SandboxUnavailable,
     UsageError,
 )
@@ -89,6 +91,34 @@ def _check_sources(sources: object) -> None:
     """Many programs: an iterable of sources, not one source (whose characters would each be run)."""
     if isinstance(sources, (str, bytes)) or not hasattr(sources, "__iter__"):
         raise UsageError(f"sources must be an iterable of programs, not {type(sources).__name__}")
+
+
+_ISOLATION_NAMES = tuple(tier.value for tier in Isolation)
+
+
+def _checked_request(request: object) -> RunRequest | None:
+    """A caller's prepared request, field by field (as `Sandbox.request` makes them): a bad one is
+    this call's UsageError, never a worker's death reading it."""
+    if request is None:
+        return None
+    if not isinstance(request, RunRequest):
+        raise UsageError(f"requests must be RunRequests (or None), not {type(request).__name__}")
+    if type(request.source) is not str:
+        raise UsageError(f"a request's source must be a string, not {type(request.source).__name__}")
+    check_choice("policy", request.policy, POLICY_NAMES)
+    check_choice("entry", request.entry, tuple(_ENTRY_NAMES))
+    check_choice("isolation", request.isolation, _ISOLATION_NAMES)
+    check_limits(request.limits)
+    for flag in ("capture", "full_output"):
+        if type(getattr(request, flag)) is not bool:
+            raise UsageError(f"a request's {flag} must be True or False")
+    if request.stdin is not None or request.files:
+        if not isinstance(request.files, tuple) or not all(
+            isinstance(item, tuple) and len(item) == 2 for item in request.files
+        ):
+            raise UsageError("a request's files must be (name, bytes) pairs (Sandbox.request makes them)")
+        _checked_files(request.stdin, dict(request.files))
+    return request
 
 
 class SandboxLike(Protocol):
@@ -290,7 +320,7 @@ class Sandbox:
 
     def run(self, source: str, **options: Unpack[CallOptions]) -> ExecResult:
         """One program's ExecResult; the keyword arguments are `request`'s (CallOptions)."""
-        with closing(self.run_requests([self.request(source, **options)])) as results:  # type: ignore[type-var]
+        with closing(self._running_pool().run_many([self.request(source, **options)])) as results:  # type: ignore[type-var]
             return next(results)  # type: ignore[return-value]
 
     def run_many(
@@ -299,11 +329,13 @@ class Sandbox:
         """One ExecResult per source, in input order; sources are read lazily."""
         _check_sources(sources)
         requests = (self.request(source, entry, capture=capture) for source in sources)
-        return self.run_requests(requests)  # type: ignore[return-value]
+        return self._running_pool().run_many(requests)  # type: ignore[return-value]  # (made here: checked)
 
     def run_requests(self, requests: Iterable[RunRequest | None]) -> Iterator[ExecResult | None]:
-        """Like run_many, for prepared requests; a None request yields None in its place."""
-        return self._running_pool().run_many(requests)
+        """Like run_many, for prepared requests; a None request yields None in its place. Each is
+        checked as it is read: a bad one is a UsageError naming its field."""
+        _check_sources(requests)
+        return self._running_pool().run_many(_checked_request(request) for request in requests)
 
     # -- running, from asyncio -----------------------------------------------------------------------------
 
@@ -337,8 +369,9 @@ class Sandbox:
         def deliver(arrival: Arrival) -> None:  # on the dispatcher's thread
             loop.call_soon_threadsafe(arrivals.put_nowait, arrival)
 
+        _check_sources(requests)
         stream = pool.open_stream(deliver)
-        source = iter(requests)
+        source = (_checked_request(request) for request in requests)
         try:
             while not stream.finished:
                 for result in pool.advance(stream, source, arrivals):

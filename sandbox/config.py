@@ -172,6 +172,7 @@ MAX_TIMEOUT_S = 24 * 3600.0
 MAX_MEMORY_MB = 1024 * 1024
 MAX_OUTPUT_BYTES = 1 << 40
 MAX_WORKERS = 4096
+MAX_PROCESSES = 4096
 MAX_HASH_SEED = 4294967295  # PYTHONHASHSEED's range
 MAX_IMAGE_CHARS = 4096
 
@@ -188,6 +189,18 @@ def check_seconds(option: str, value: object) -> None:
 
 def check_megabytes(option: str, value: object) -> None:
     _check_whole(option, value, 1, MAX_MEMORY_MB, unit=" of MB")
+
+
+def check_limits(limits: object) -> None:
+    """A caller's own Limits (in a prepared RunRequest): each field's type and bounds, as a Sandbox's."""
+    if not isinstance(limits, Limits):
+        raise UsageError(f"limits must be a Limits, not {type(limits).__name__}")
+    check_seconds("limits.timeout_s", limits.timeout_s)
+    if limits.wall_timeout_s is not None:
+        check_seconds("limits.wall_timeout_s", limits.wall_timeout_s)
+    check_megabytes("limits.memory_mb", limits.memory_mb)
+    _check_whole("limits.output_bytes", limits.output_bytes, 1, MAX_OUTPUT_BYTES)
+    _check_whole("limits.max_processes", limits.max_processes, 1, MAX_PROCESSES)
 
 
 def _check_whole(option: str, value: object, low: int, high: int, unit: str = "") -> None:

@@ -37,7 +37,7 @@ from typing import Any
 
 from potrun.check.scoring import ChecklistItem, check_checklist
 from potrun.extractors import extract_program, find_numbers
-from potrun.types import Entry, ExecResult, InputError, Isolation, Status, Value, json_safe
+from potrun.types import Entry, ExecResult, InputError, Isolation, Status, UsageError, Value, json_safe
 
 __all__ = [
     "CHECKER_ENTRY",
@@ -119,7 +119,7 @@ def _read_checklist(specs: Any, field_name: str) -> tuple[ChecklistItem, ...]:
     for position, spec in enumerate(specs):
         try:
             items.append(ChecklistItem.from_spec(spec))
-        except (TypeError, ValueError, OverflowError) as exc:
+        except UsageError as exc:
             raise ProcessGoldError(field_name, f"item {position}: {exc}") from None
     return tuple(items)
 

@@ -113,20 +113,27 @@ class ChecklistItem:
 
     def __post_init__(self) -> None:
         if self.value is None and self.low is None and self.high is None:
-            raise ValueError("a checklist item needs a value or a range")
+            raise UsageError("a checklist item needs a value or a range")
         if self.value is not None and (self.low is not None or self.high is not None):
-            raise ValueError("a checklist item is a value or a range, not both")
+            raise UsageError("a checklist item is a value or a range, not both")
 
     @classmethod
     def from_spec(cls, spec: ChecklistItem | float | int | str | Mapping[str, Any]) -> ChecklistItem:
         """Accepts an item, a number, a number or range string ("12.5%", "between 18 and 21": numbers
         as written, a scale word not applied), or a dict with `value`, or `min`/`max` (also
         `low`/`high`), an optional `name` and an optional `unit` ("亿元": the scale its numbers are in,
-        applied)."""
+        applied). A spec that is none of these is a UsageError that says why."""
+        try:
+            return cls._from_spec(spec)
+        except (TypeError, ValueError, OverflowError) as exc:  # float("n/a"), float(10**400), float({})
+            raise UsageError(f"checklist item: {exc}") from None
+
+    @classmethod
+    def _from_spec(cls, spec: ChecklistItem | float | int | str | Mapping[str, Any]) -> ChecklistItem:
         if isinstance(spec, ChecklistItem):
             return spec
         if isinstance(spec, bool):
-            raise TypeError("a bool is not a checklist value")
+            raise UsageError("a bool is not a checklist value")
         if isinstance(spec, (int, float)):
             return cls(value=float(spec))
         if isinstance(spec, str):
@@ -142,7 +149,7 @@ class ChecklistItem:
             high = spec.get("max", spec.get("high"))
             factor = unit_scale(str(spec.get("unit", "")))
             return cls(low=_to_float(low), high=_to_float(high), name=name, scale_factor=factor)
-        raise TypeError(f"cannot read a checklist item from {type(spec).__name__}")
+        raise UsageError(f"cannot read a checklist item from {type(spec).__name__}")
 
     def describe(self) -> str:
         what = f"{self.value:g}" if self.value is not None else f"[{self.low}, {self.high}]"
@@ -172,7 +179,7 @@ def _to_float(x: Any) -> float | None:
     if isinstance(x, str):
         parsed = parse_number(x)
         if parsed is None:
-            raise ValueError(f"checklist bound {x!r} is not a number")
+            raise UsageError(f"checklist bound {x[:80]!r} is not a number")
         return float(parsed.value)
     return float(x)
 
@@ -187,7 +194,7 @@ def _item_from_text(text: str, name: str) -> ChecklistItem:
         )
     parsed = parse_number(text)
     if parsed is None:
-        raise ValueError(f"checklist item {text!r} is neither a number nor a range")
+        raise UsageError(f"checklist item {text[:80]!r} is neither a number nor a range")
     return ChecklistItem(value=float(parsed.value), name=name)
 
 
@@ -251,8 +258,16 @@ def check_checklist(
     as written or multiplied out of its scale (`ChecklistItem.scale_factor`).
     Items are checked independently: one observed number may satisfy several items. bools and NaN
     among the observed numbers are ignored. `reject_spray`: more distinct observed values than
-    `spray_limit` allows fail the whole checklist (`spray`), whatever they contain.
+    `spray_limit` allows fail the whole checklist (`spray`), whatever they contain. A bad argument
+    is a UsageError.
     """
+    for name, given in (("observed_numbers", observed_numbers), ("checklist", checklist)):
+        if isinstance(given, (str, bytes, Mapping)) or not hasattr(given, "__iter__"):
+            raise UsageError(f"{name} must be a list, not {type(given).__name__}")
+    for name, tol in (("rel_tol", rel_tol), ("abs_tol", abs_tol)):
+        if type(tol) not in (int, float) or not 0 <= tol < math.inf:
+            shown = f"{tol!r}" if type(tol) is float else f"a {type(tol).__name__}"
+            raise UsageError(f"{name} must be a finite number >= 0, not {shown}")
     observed = []
     for o in observed_numbers:
         if isinstance(o, (int, float)) and not isinstance(o, bool):

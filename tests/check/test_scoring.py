@@ -139,12 +139,28 @@ def test_one_observed_number_can_satisfy_several_items() -> None:
 
 @pytest.mark.parametrize("bad", [True, "abc", {"name": "x"}, {"value": "n/a"}, {"min": "lots"}, object()])
 def test_checklist_rejects_bad_items(bad: Any) -> None:
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(UsageError):
         check_checklist([1.0], [bad])
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: check_checklist(None, [1.0]),  # type: ignore[arg-type]
+        lambda: check_checklist([1.0], "12.5"),
+        lambda: check_checklist([1.0], [1.0], rel_tol=float("nan")),
+        lambda: check_checklist([1.0], [1.0], abs_tol="0.1"),  # type: ignore[arg-type]
+        lambda: check_checklist([1.0], [{"value": 10**400}]),
+        lambda: ChecklistItem.from_spec({"min": "lots"}),
+    ],
+)
+def test_bad_checklist_arguments_are_usage_errors(call: Any) -> None:
+    with pytest.raises(UsageError):
+        call()
+
+
 def test_checklist_item_is_a_value_or_a_range() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError):
         ChecklistItem()
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError):
         ChecklistItem(value=1, low=0)

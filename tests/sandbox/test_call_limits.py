@@ -4,11 +4,13 @@ each backend, on the session's trusted pool (2 s, 512 MB): what a call gives cha
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from typing import Any
 
 import pytest
 from conftest import Pools, describe
 
-from potrun import Sandbox, Status, UsageError
+from potrun import Limits, Sandbox, Status, UsageError
 from potrun.sandbox.wire.protocol import INPUT_LIMIT, STREAM_LIMIT, check_result
 
 
@@ -90,6 +92,40 @@ def test_a_pure_program_given_stdin_still_takes_the_warm_tier(trusted: Sandbox) 
 def test_bad_per_call_limits_are_usage_errors(trusted: Sandbox, option: dict[str, float]) -> None:
     with pytest.raises(UsageError):
         trusted.request("ans = 1", **option)  # type: ignore[arg-type]
+
+
+BAD_REQUESTS = {
+    "not a request": lambda good: 7,
+    "source bytes": lambda good: dataclasses.replace(good, source=b"ans = 1"),
+    "unknown policy": lambda good: dataclasses.replace(good, policy="root"),
+    "unknown entry": lambda good: dataclasses.replace(good, entry="main"),
+    "unknown isolation": lambda good: dataclasses.replace(good, isolation="none"),
+    "limits a dict": lambda good: dataclasses.replace(good, limits={"timeout_s": 1}),
+    "negative timeout": lambda good: dataclasses.replace(good, limits=Limits(timeout_s=-1)),
+    "NaN wall net": lambda good: dataclasses.replace(good, limits=Limits(wall_timeout_s=float("nan"))),
+    "text memory": lambda good: dataclasses.replace(good, limits=Limits(memory_mb="512")),  # type: ignore[arg-type]
+    "zero output": lambda good: dataclasses.replace(good, limits=Limits(output_bytes=0)),
+    "huge processes": lambda good: dataclasses.replace(good, limits=Limits(max_processes=10**9)),
+    "capture 1": lambda good: dataclasses.replace(good, capture=1),
+    "file outside": lambda good: dataclasses.replace(good, files=(("../x", b"a"),)),
+    "file text pairs": lambda good: dataclasses.replace(good, files=("ab",)),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
+def test_a_bad_prepared_request_is_a_usage_error_naming_it_and_the_pool_goes_on(trusted: Sandbox, bad: Any) -> None:
+    """`run_requests` and `arun_requests` take what a caller prepared: each field is checked as it is
+    read, as `Sandbox.request` checks its options (never a worker dying on it, retried)."""
+    good = trusted.request("ans = 6 * 7")
+
+    async def arun() -> list[Any]:
+        return [result async for result in trusted.arun_requests([good, bad(good)])]
+
+    with pytest.raises(UsageError):
+        list(trusted.run_requests([good, bad(good)]))
+    with pytest.raises(UsageError):
+        asyncio.run(arun())
+    assert [r.value for r in trusted.run_requests([good, None, good]) if r is not None] == [42, 42]
 
 
 def test_arun_takes_the_same_per_call_options(trusted: Sandbox) -> None:
