@@ -185,6 +185,12 @@ class Template:
     anonymous: int  # ...of them anonymous
 
 
+def templates_allowed(memory: MemoryCgroup | None) -> bool:
+    """Whether a worker with this memory cgroup may hold templates (`Templates.__init__` says why):
+    only there does its fork server hold the placeholders of their slots (`ForkServer.start`)."""
+    return memory is None or memory.owned
+
+
 class Templates:
     """The worker's templates, least recently used first; the bare fork server makes and ends them."""
 
@@ -195,7 +201,7 @@ class Templates:
         # what the worker and its templates hold). A container's limit is fixed when it starts: room
         # left there for templates would be room for a program's memfds and children whenever no
         # template fills it, so in a container every program forks from the bare fork server.
-        self.enabled = memory is None or memory.owned
+        self.enabled = templates_allowed(memory)
         self._live: OrderedDict[Profile, Template] = OrderedDict()
         self._failed: dict[Profile, float] = {}  # when a profile's template last failed to come up
 

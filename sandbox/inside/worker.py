@@ -49,7 +49,7 @@ from potrun.sandbox.inside.containment import Containment
 from potrun.sandbox.inside.forked import read_request, run_one, send_forked, stage_inputs
 from potrun.sandbox.inside.forkserver import ForkServer, reap_status
 from potrun.sandbox.inside.runner import Runner, trusted_audit_hook
-from potrun.sandbox.inside.templates import TEMPLATE_TASKS, Templates
+from potrun.sandbox.inside.templates import TEMPLATE_TASKS, Templates, templates_allowed
 from potrun.sandbox.inside.templates import profile as template_profile
 from potrun.sandbox.inside.templates import warm as warm_template
 from potrun.sandbox.inside.warm import serve_warm
@@ -194,9 +194,8 @@ class Worker(Containment):
         # Before any request: every forked program is forked from this copy of the worker, which never
         # holds a program (`forkserver`). (Started from here, a plain call from `main`, its forks have
         # as many frames under the program as the warm runner: the recursion depth is the same.)
-        self._fork_server = ForkServer.start(
-            self._fork_program, self._make_template, self.entry.devnull, TEMPLATE_TASKS
-        )
+        slots = TEMPLATE_TASKS if templates_allowed(self.memory) else 0  # (no placeholders in a container)
+        self._fork_server = ForkServer.start(self._fork_program, self._make_template, self.entry.devnull, slots)
         self._templates = Templates(self._fork_server, self.memory)
         if self.memory is not None:
             self.memory.measure_baseline()  # with what the fork server holds

@@ -20,7 +20,7 @@ Each container is created with (see `container_options`):
                                     templates here: this limit is fixed when the container starts, so
                                     their room would be room for a program's memfds and children too
     pids_limit                      max_processes + PIDS_OVERHEAD (the worker, its fork server, its
-                                    warm runner, and the template slots, held by placeholders)
+                                    warm runner; no templates, so no placeholders of their slots)
     nano_cpus=1e9                   one CPU per container
     user="0", cap_drop=["ALL"],     the worker is root with five capabilities only, to hand its runners
     cap_add=RUNNER_CAPABILITIES,    another uid (SETUID, SETGID), make and clean their folders (CHOWN,
@@ -88,7 +88,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from potrun.sandbox.inside.templates import TEMPLATE_TASKS
 from potrun.sandbox.kernel.isolation import HOSTNAME, SCRATCH_OPTIONS, process_alive
 from potrun.sandbox.wire.command import worker_command
 from potrun.types import Limits, SandboxUnavailable
@@ -106,8 +105,9 @@ HOST_LABEL = "potrun.host"
 # The worker process, the /tmp tmpfs, page cache: above the program's own limit (no templates in a
 # container: `templates.Templates.enabled`).
 WORKER_OVERHEAD_MB = 256
-# The worker, its fork server, its warm runner and its templates: the program gets max_processes.
-PIDS_OVERHEAD = 3 + TEMPLATE_TASKS
+# The worker, its fork server and its warm runner (no templates in a container, nor placeholders of
+# their slots: `templates.templates_allowed`): the program gets max_processes.
+PIDS_OVERHEAD = 3
 NANO_CPUS = 1_000_000_000  # one CPU per container
 # /tmp: the worker closes it to its runners (a copy of the image's 1777 whatever the mode here), who
 # write only their own folders in it. /dev/mqueue: POSIX message queues (which the seccomp filter
