@@ -11,6 +11,11 @@ charged for the death: it is retried once, then reported as `sandbox_error`; the
 it had not started, and are sent again free (their `attempts` unchanged). A worker that fails to start
 (at the pool's start, or as a replacement) is started again after a pause, up to START_TRIES times, each
 reason logged; only a failure that persists ends the pool (`SandboxUnavailable`). The run goes on.
+A replacement starts on a thread of its own, never on the dispatcher's: its slot is skipped meanwhile
+(`Slot.starting`), the other workers are fed and read as before, and the new worker takes the slot
+when its hello has come (with a pool of one worker, requests wait for it). Every worker is made on one
+thread, the pool's launcher, that lives as long as the pool: a worker dies with the thread that made
+it (PR_SET_PDEATHSIG is a thread's), so neither a starter's thread nor a caller's may make one.
 A timeout the machine's load may have caused (the wall-clock net stopped a program that was computing)
 is confirmed by a second run under a wider net before it is reported (`potrun.types.confirming_limits`).
 
@@ -38,11 +43,12 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from queue import SimpleQueue
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from potrun.sandbox.wire.protocol import (
     PROTOCOL_VERSION,
@@ -78,7 +84,7 @@ DRAIN_READS = 64  # reads of a lost worker's last answers (each up to 64 KiB): b
 MAX_ATTEMPTS = 2  # runs of a program during which its worker died, before it is a sandbox_error
 # How long a program of a stream given up on may still run before its worker is stopped and replaced:
 # most programs end well before (then nothing is killed); a replacement costs ~0.3 s of a process
-# worker's start (a container's more), during which the dispatcher waits.
+# worker's start (a container's more), during which its slot takes nothing and the other workers run on.
 CANCEL_GRACE_S = 0.25
 
 log = logging.getLogger("potrun.sandbox")
@@ -146,6 +152,39 @@ class Cancellation:
 
 _cancellation: ContextVar[Cancellation | None] = ContextVar("potrun_cancellation", default=None)
 
+T = TypeVar("T")
+
+
+class Launcher:
+    """The one thread a pool makes its workers on, alive until the pool has stopped them. A worker asks
+    the kernel to kill it when the thread that made it ends (PR_SET_PDEATHSIG follows the thread, not
+    the process): made on a starter's short thread, or on a caller's, it would die with that thread."""
+
+    def __init__(self) -> None:
+        self._calls: SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="potrun-launcher", daemon=True)
+        self._thread.start()
+
+    def call(self, make: Callable[[], T]) -> T:
+        """`make()`, run on the launcher's thread; its result or its exception."""
+        if threading.current_thread() is self._thread:
+            return make()
+        future: Future[T] = Future()
+        self._calls.put((make, future))
+        return future.result()
+
+    def stop(self) -> None:
+        self._calls.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while (call := self._calls.get()) is not None:
+            make, future = call
+            try:
+                future.set_result(make())
+            except BaseException as exc:  # the caller's to handle, on its own thread
+                future.set_exception(exc)
+
 
 # What a stream is handed: the results that arrived in one turn of the dispatcher, each (index, result,
 # bytes held), or why no more will come.
@@ -208,6 +247,9 @@ class Slot:
     answered: int = 0  # answers taken from it
     progress: float = field(default_factory=time.monotonic)
     hello: Hello | None = None  # once the worker said it
+    # Its worker was lost and a replacement is starting (`Pool._replace`): the dispatcher neither sends
+    # to it nor reads it (its connection is the dead worker's) until the new Slot takes its place.
+    starting: bool = False
 
     def deadline(self) -> float:
         head = self.inflight[0].request.limits.wall_limit_s
@@ -232,22 +274,35 @@ class Pool:
         self._lock = threading.Lock()  # guards _streams, each stream's cancelled and held, and _failure
         self._failure: BaseException | None = None  # why the pool runs nothing more
         self._wire_ids = itertools.count()
-        self._closing = False
+        self._closing = False  # set under _lock: a replacement that starts after it is killed, not handed over
         self._closed = threading.Event()  # set by close(): a pause between two tries to start a worker ends
+        # Replacements being started, each on its own thread, and what they gave (under _lock): the new
+        # Slot, or why it could not start. The dispatcher installs them (`_install_started`).
+        self._starters: list[threading.Thread] = []
+        self._started: list[tuple[int, Slot | BaseException]] = []
+        self._settled = threading.Event()  # no replacement is starting (`settled`)
+        self._settled.set()
         self._barren: dict[int, int] = {}  # slot -> its workers lost in a row before they took a program
         self._in_select = False  # the dispatcher waits for I/O: a submit must wake it
         self._rationed = False  # held answers are past the budget: only workers with a due program are read
         self._woken = False
         self._wake_read, self._wake_write = -1, -1
+        # Written once by close(), never read: a wait for a worker's hello ends at once (`_read_hello`).
+        self._close_read, self._close_write = -1, -1
         self._dispatcher: threading.Thread | None = None
+        self._launcher: Launcher | None = None
         self._pid = os.getpid()
 
     # -- life cycle ------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
+        self._close_read, self._close_write = os.pipe()
+        self._launcher = Launcher()
         try:
-            launched = [Slot(number, self.backend.start_worker(number)) for number in range(self.size)]  # at once
-            self.slots = list(launched)
+            self._launcher.call(self._launch_all)
+            launched = list(self.slots)
             for slot in launched:
                 try:
                     self._await_hello(slot)
@@ -255,33 +310,57 @@ class Pool:
                     self.slots[slot.number] = self._start_slot(slot.number, failed=[str(exc)])
         except BaseException:
             self._stop_workers()  # no worker (or container) outlives a failed start
+            self._close_pipes()
             raise
-        self._wake_read, self._wake_write = os.pipe()
-        os.set_blocking(self._wake_write, False)
         self._dispatcher = threading.Thread(target=self._serve, name="potrun-dispatcher", daemon=True)
         self._dispatcher.start()
 
     def close(self) -> None:
-        """Stop the dispatcher, then the workers. A stream still running is told the pool closed."""
-        self._closing = True
+        """Stop the dispatcher, then the workers. A stream still running is told the pool closed. A
+        replacement still starting ends its pause or its wait for a hello at once; a worker it started
+        is killed by its own thread, which close waits for (nothing started outlives the pool)."""
+        with self._lock:
+            self._closing = True  # from here, no starter hands a worker over (`_start_replacement`)
         self._closed.set()
         if self._dispatcher is not None:
+            os.write(self._close_write, b"!")
             self._wake()
             self._dispatcher.join()
             self._dispatcher = None
-            for fd in (self._wake_read, self._wake_write):
-                os.close(fd)
+            for starter in self._starters:  # before the pipes close: they select on the close pipe
+                starter.join()
+            self._starters = []
+            self._close_pipes()
         self._stop_workers()
 
+    def _launch_all(self) -> None:
+        """Launch every worker at once (on the launcher), each in `slots` as soon as made."""
+        for number in range(self.size):
+            self.slots.append(Slot(number, self.backend.start_worker(number)))
+
+    def _close_pipes(self) -> None:
+        for fd in (self._wake_read, self._wake_write, self._close_read, self._close_write):
+            os.close(fd)
+        self._wake_read, self._wake_write, self._close_read, self._close_write = -1, -1, -1, -1
+
     def _stop_workers(self) -> None:
-        for slot in self.slots:
+        with self._lock:
+            started, self._started = self._started, []
+        # A starting slot's worker was killed when it was lost; a replacement handed over and not yet
+        # installed is stopped with the others.
+        conns = [slot.conn for slot in self.slots if not slot.starting]
+        conns += [outcome.conn for _, outcome in started if isinstance(outcome, Slot)]
+        for conn in conns:
             try:
-                slot.conn.write(encode_exit())
+                conn.write(encode_exit())
             except OSError:
                 pass
-            slot.conn.kill()
+            conn.kill()
         self.slots = []
         self.backend.close()
+        if self._launcher is not None:  # its workers are gone: it may end
+            self._launcher.stop()
+            self._launcher = None
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -292,6 +371,12 @@ class Pool:
     def failed(self) -> bool:
         """Whether the pool stopped for good (a worker that could not be started again)."""
         return self._failure is not None
+
+    def settled(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until no replacement is starting (every slot holds a started worker:
+        what a test reads of `slots` after a death is then the new workers'); whether it came to that
+        with the pool still running."""
+        return self._settled.wait(timeout) and self._failure is None
 
     def _start_slot(self, number: int, failed: list[str] | None = None) -> Slot:
         """A started worker for slot `number`, tried up to START_TRIES times (`failed`: the reasons of
@@ -315,14 +400,17 @@ class Pool:
                 self._await_hello(slot)
                 return slot
             except StartFailed as exc:
+                if self._closed.is_set():  # not a failure of the worker's: no warning, no try more
+                    raise SandboxUnavailable("the sandbox was closed while a worker was starting") from None
                 reasons.append(str(exc))
         raise SandboxUnavailable(
             f"{self.backend.name} worker {number} did not start in {START_TRIES} tries: " + "; ".join(reasons)
         )
 
     def _launch(self, number: int) -> WorkerConnection:
+        assert self._launcher is not None
         try:
-            return self.backend.start_worker(number)
+            return self._launcher.call(lambda: self.backend.start_worker(number))
         except OSError as exc:  # no process could be made now (EAGAIN, ENOMEM): worth another try
             raise StartFailed(f"it could not be launched ({exc})") from None
 
@@ -345,11 +433,16 @@ class Pool:
 
     def _read_hello(self, slot: Slot) -> dict[str, Any]:
         deadline = time.monotonic() + START_TIMEOUT_S
+        closed = [self._close_read] if self._close_read >= 0 else []
         try:
             while time.monotonic() < deadline:
-                ready, _, _ = select.select([slot.conn.read_fd()], [], [], max(0.0, deadline - time.monotonic()))
+                ready, _, _ = select.select(
+                    [slot.conn.read_fd(), *closed], [], [], max(0.0, deadline - time.monotonic())
+                )
                 if not ready:
                     break
+                if closed and closed[0] in ready:
+                    raise StartFailed("the sandbox was closed")
                 data = slot.conn.read()
                 if not data:
                     raise StartFailed("it exited before its hello")
@@ -364,9 +457,51 @@ class Pool:
         raise StartFailed(f"no hello within {START_TIMEOUT_S:g} s")
 
     def _replace(self, slot: Slot) -> None:
+        """Kill the slot's worker and start its replacement on a thread of its own (its tries and pauses
+        included, a start never holds up the dispatcher): the slot stays in place, `starting`, skipped
+        by the dispatcher until `_install_started` puts the new worker in it."""
         slot.conn.kill()
+        slot.starting = True
         self.replaced += 1
-        self.slots[self.slots.index(slot)] = self._start_slot(slot.number)
+        self._settled.clear()
+        self._starters = [starter for starter in self._starters if starter.is_alive()]
+        starter = threading.Thread(
+            target=self._start_replacement, args=(slot.number,), name=f"potrun-starter-{slot.number}", daemon=True
+        )
+        self._starters.append(starter)
+        starter.start()
+
+    def _start_replacement(self, number: int) -> None:
+        """A starter's thread: start a worker for slot `number` and hand it (or why none started) to the
+        dispatcher. After close (or once the pool failed) nobody would install it: it is killed here."""
+        outcome: Slot | BaseException
+        try:
+            outcome = self._start_slot(number)
+        except BaseException as exc:  # SandboxUnavailable: a failure that persists, for the dispatcher to raise
+            outcome = exc
+        with self._lock:  # close() sets _closing under it: a worker is handed over or killed, never both
+            handed = not self._closing and self._failure is None
+            if handed:
+                self._started.append((number, outcome))
+                self._wake()  # the pipes are open: close() closes them only after _closing is set
+        if not handed and isinstance(outcome, Slot):
+            outcome.conn.kill()
+
+    def _install_started(self) -> None:
+        """Put the replacements that started in their slots (on the dispatcher's thread); a replacement
+        that could not start fails the pool, as the first start's failure does."""
+        with self._lock:
+            started, self._started = self._started, []
+        failures: list[BaseException] = []
+        for number, outcome in started:
+            if isinstance(outcome, Slot):
+                self.slots[number] = outcome
+            else:
+                failures.append(outcome)
+        if started and not any(slot.starting for slot in self.slots):
+            self._settled.set()
+        if failures:
+            raise failures[0]
 
     # -- the callers' side -----------------------------------------------------------------------------
 
@@ -506,6 +641,7 @@ class Pool:
         pool itself fails (a worker cannot be replaced), every stream is told why and the pool stops."""
         try:
             while not self._closing:
+                self._install_started()
                 self._send_pending()
                 self._step()
             failure: BaseException = SandboxUnavailable("the sandbox was closed while this call was running")
@@ -514,13 +650,15 @@ class Pool:
         with self._lock:
             self._failure = failure
             streams = list(self._streams)
+        self._settled.set()  # a test waiting for the replacements waits no more: there will be none
         for stream in streams:
             self._deliver(stream, failure)
 
     def _send_pending(self) -> None:
         pending = self._pending
-        while pending:
-            slot = min(self.slots, key=_load)
+        live = _live(self.slots)
+        while pending and live:  # none live: a pool of one whose replacement starts (it wakes us when up)
+            slot = min(live, key=_load)
             if len(slot.inflight) >= PIPELINE_DEPTH:
                 return
             job = pending.popleft()
@@ -539,7 +677,8 @@ class Pool:
 
     def _step(self) -> None:
         """One wait for I/O: send what is queued, take what arrived, replace lost workers."""
-        busy = [s for s in self.slots if s.inflight]
+        live = _live(self.slots)
+        busy = [s for s in live if s.inflight]
         now = time.monotonic()
         readable_slots = busy
         self._rationed = self.held_bytes() >= MAX_AHEAD_BYTES
@@ -552,7 +691,7 @@ class Pool:
         writers = {s.conn.write_fd(): s for s in busy if s.outbox}
         timeout = max(0.0, min(_due(s) for s in busy) - now) if busy else None
         self._in_select = True
-        if self._pending and any(len(s.inflight) < PIPELINE_DEPTH for s in self.slots):
+        if self._pending and any(len(s.inflight) < PIPELINE_DEPTH for s in live):
             timeout = 0.0  # submitted while we were busy: send it first
         readable, writable, _ = select.select([*readers, self._wake_read], list(writers), [], timeout)
         self._in_select = False
@@ -569,10 +708,10 @@ class Pool:
                 self._lose(slot, "the worker's input closed")
         for fd in readable:
             slot = readers.get(fd)  # type: ignore[assignment]
-            if slot is not None and slot in self.slots:
+            if slot is not None and not slot.starting:  # (not lost by a write just now)
                 self._receive(slot)
         now = time.monotonic()
-        for slot in list(self.slots):
+        for slot in _live(self.slots):
             if slot.inflight and now > slot.deadline():
                 self._lose(slot, "the worker stopped answering")
             elif slot.inflight and now > _cancel_due(slot):
@@ -710,6 +849,11 @@ class Pool:
 
 
 _END = object()
+
+
+def _live(slots: list[Slot]) -> list[Slot]:
+    """The slots whose worker runs: not those whose replacement is starting."""
+    return [slot for slot in slots if not slot.starting]
 
 
 def _load(slot: Slot) -> int:
