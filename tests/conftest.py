@@ -177,14 +177,27 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 PROBE_OK = "ans = 6 * 7"
+REPLACEMENT_PATIENCE_S = 120.0  # how long a replacement may take to start at most (a hang, not a timing)
+
+
+def settled(box: Sandbox) -> None:
+    """Wait until no replacement of a lost worker is starting: a replacement starts aside while the
+    other workers run on, so a call can return before it is up. What a test then reads of
+    `box._pool.slots` (roots, hellos, connections) is the new workers'. (A pool that failed meanwhile
+    is the test's to find: its slots are read as they are.)"""
+    if box._pool is not None:
+        box._pool.settled(REPLACEMENT_PATIENCE_S)
 
 
 def assert_pool_healthy(box: Sandbox) -> None:
     """Every worker of the pool runs a plain program normally (two probes per worker reach them all:
-    the pool hands each new request to the least busy worker)."""
+    the pool hands each new request to the least busy worker, and none is being replaced). A worker
+    lost meanwhile has its replacement up when this returns."""
+    settled(box)
     results = list(box.run_many([PROBE_OK] * (2 * box.workers)))
     for result in results:
         assert result.status is Status.OK and result.value == 42, describe(result)
+    settled(box)
 
 
 # ----------------------------------------------------------------------------- the process table
@@ -274,6 +287,7 @@ class PoolTree:
 
 
 def pool_tree(box: Sandbox) -> PoolTree:
+    settled(box)
     assert box._pool is not None
     roots = frozenset(worker_host_pid(slot.conn) for slot in box._pool.slots)
     cgroups = set()

@@ -284,6 +284,7 @@ def test_a_container_killed_from_outside_is_replaced_and_its_programs_retried(en
         assert all(r.status is Status.OK for r in results), {r.status for r in results}
         assert {r.value for r in results} == {sum(range(2 * 10**6))}
         assert any(r.attempts == 2 for r in results)
+        assert box._pool.settled(60), "the replacement did not start"  # it starts aside: the call may end first
         assert victim not in [slot.conn.container_id for slot in box._pool.slots]
 
 

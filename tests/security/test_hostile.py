@@ -41,6 +41,7 @@ from conftest import (
     rss_kib,
     runner_thread_counts,
     same_value,
+    settled,
     worker_host_pid,
 )
 from paths import SHARED
@@ -213,6 +214,7 @@ def check_next_task_clean(run: Run) -> None:
     a single thread. A restricted program may not import threading (a probe the policy refuses proves
     nothing), so there the runner's threads are counted from /proc, where the program cannot lie."""
     box = run.box
+    settled(box)  # a worker the hostile program killed is up again: the probes reach every worker
     if box.policy.restricted:
         probes = list(box.run_many(["import math\nans = math.pi"] * (2 * box.workers)))
         for probe in probes:
