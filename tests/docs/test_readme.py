@@ -291,6 +291,7 @@ ELSEWHERE = {
     "python bench/idiom_corpus.py": "runs 2,545 programs in forks (minutes); tests/policies/test_idioms.py asserts the same"
     " refused set (the PoT part with -m slow)",
     "python bench/kill_latency.py": LONG,
+    "python bench/replacement_stall.py --compare-with OLD.py": LONG,
     "python bench/seccomp_cost.py --compare-with OLD.py": LONG,
     "python bench/syscalls.py": LONG,
     "python bench/scale.py": LONG,
