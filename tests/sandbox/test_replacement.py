@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import signal
 import subprocess
 import threading
@@ -27,7 +28,9 @@ from conftest import DOCKER_IMAGE, assert_pool_healthy, describe, process_table,
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox.kernel.isolation import PIDS_CGROUP_ROOT, pids_cgroup_name
 from potrun.sandbox.parent import pool as pool_module
+from potrun.sandbox.parent.fake import FakeBackend
 from potrun.sandbox.parent.pool import START_TRIES, Pool
+from potrun.sandbox.wire.protocol import RunRequest
 from potrun.types import SandboxUnavailable
 
 PATIENCE_S = 60.0  # a bound against a hang, never a timing
@@ -225,3 +228,72 @@ def test_close_during_a_held_replacement_leaves_nothing(backend: str, held_at: s
     assert held.asked == WORKERS + 1 and len(held.made) == WORKERS + 1  # the replacement was made, then killed
     assert_nothing_left(backend, held)
     assert pool._launcher is None and not pool._starters  # the pool's threads ended with it
+
+
+class HeldFakeReplacements(FakeBackend):
+    """Fake workers (the pool's own logic, many deaths cheaply); those made after the first `first`
+    wait for `release` before they are made."""
+
+    def __init__(self, handler: Any, first: int) -> None:
+        super().__init__(handler)
+        self.first = first
+        self.release = threading.Event()
+
+    def start_worker(self, slot: int) -> Any:
+        if self.started >= self.first:
+            self.release.wait()
+        return super().start_worker(slot)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_seeded_deaths_with_every_replacement_held_stall_no_program(seed: int) -> None:
+    """Seeded: a pool of 2-4 workers, all but one killed by programs at random places in a call, and no
+    replacement let go: every program completes on the workers left, while every replacement is held;
+    only the programs the deaths hit ran twice. Let go, each slot holds a new worker."""
+    rng = random.Random(seed)
+    size = rng.randint(2, 4)
+    count = rng.randint(100, 400)
+    deaths = set(rng.sample(range(count), size - 1))
+    died: set[int] = set()
+
+    def dies_on(request: RunRequest) -> ExecResult:
+        k = int(request.source.split("=")[1])
+        if k in deaths and k not in died:
+            died.add(k)
+            raise RuntimeError("the worker died")
+        return ExecResult(Status.OK, value=k, value_type="int")
+
+    backend = HeldFakeReplacements(dies_on, size)
+    pool = Pool(backend, size)
+    pool.start()
+    try:
+        results = within(
+            lambda: list(pool.run_many([RunRequest(source=f"ans = {k}") for k in range(count)])), "the call"
+        )
+        assert [r.value for r in results] == list(range(count))
+        assert {k for k, r in enumerate(results) if r.attempts > 1} == deaths
+        assert pool.replaced == size - 1 and sum(slot.starting for slot in pool.slots) == size - 1
+        assert backend.started == size and not backend.release.is_set()  # every replacement still held
+    finally:
+        backend.release.set()
+    try:
+        assert pool.settled(PATIENCE_S)
+        assert not any(slot.starting for slot in pool.slots) and backend.started == 2 * size - 1
+        assert [r.value for r in pool.run_many([RunRequest(source=f"ans = {k}") for k in range(50)])] == list(range(50))
+    finally:
+        pool.close()
+
+
+def test_a_pool_started_on_a_thread_that_ended_keeps_its_workers(backend: str) -> None:
+    """A worker dies with the thread that made it (PR_SET_PDEATHSIG is a thread's): the pool makes
+    every worker on a thread of its own, so a sandbox first started on a short-lived thread (a
+    trainer's executor) keeps its workers once that thread ends, and nothing is replaced."""
+    box = Sandbox(backend, workers=WORKERS, timeout=5, image=DOCKER_IMAGE if backend == "docker" else None)
+    starter = threading.Thread(target=box.start)
+    starter.start()
+    starter.join()
+    with box:
+        roots = [worker_host_pid(slot.conn) for slot in pool_of(box).slots]
+        assert_squares(list(box.run_many(map(square, range(40)))), 40)
+        assert box.workers_replaced == 0
+        assert [worker_host_pid(slot.conn) for slot in pool_of(box).slots] == roots
