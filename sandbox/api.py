@@ -93,7 +93,8 @@ def _check_sources(sources: object) -> None:
         raise UsageError(f"sources must be an iterable of programs, not {type(sources).__name__}")
 
 
-_ISOLATION_NAMES = tuple(tier.value for tier in Isolation)
+_ENTRY_CHOICES = tuple(entry.value for entry in Entry)
+_ISOLATION_CHOICES = tuple(tier.value for tier in Isolation)
 
 
 def _checked_request(request: object) -> RunRequest | None:
@@ -106,8 +107,8 @@ def _checked_request(request: object) -> RunRequest | None:
     if type(request.source) is not str:
         raise UsageError(f"a request's source must be a string, not {type(request.source).__name__}")
     check_choice("policy", request.policy, POLICY_NAMES)
-    check_choice("entry", request.entry, tuple(_ENTRY_NAMES))
-    check_choice("isolation", request.isolation, _ISOLATION_NAMES)
+    check_choice("entry", request.entry, _ENTRY_CHOICES)
+    check_choice("isolation", request.isolation, _ISOLATION_CHOICES)
     check_limits(request.limits)
     for flag in ("capture", "full_output"):
         if type(getattr(request, flag)) is not bool:

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import secrets
+import signal
 import socket
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -31,6 +32,12 @@ import potrun.sandbox.parent.docker
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox.api import SandboxConfig
 from potrun.sandbox.config import BACKENDS, unavailable
+
+# Tests send SIGINT to the potrun commands they start (Ctrl-C's path). A shell starts a background job with
+# SIGINT ignored, and an ignored signal is inherited through exec: the commands would then ignore it too.
+# A handler is not inherited (exec resets it to the default), so the children get Python's KeyboardInterrupt.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 POLICIES = ("restricted", "trusted")
 WORKERS = 2

@@ -45,7 +45,7 @@ from potrun.check.scoring import ChecklistItem, check_checklist, parse_checklist
 from potrun.comparators import compare
 from potrun.comparators.golds import Text, UnreadableGold, norm_text, read_gold
 from potrun.extractors import AnswerHow, ExtractedAnswer, extract_answer, parse_number
-from potrun.types import BadRecord, InputError
+from potrun.types import BadRecord, InputError, UsageError
 
 SANDBOX: dict[str, Any] = {}  # nothing runs: responses are judged on their text
 
@@ -220,8 +220,8 @@ def _item(spec: Any) -> ChecklistItem:
             spec = {**spec, "unit": m.group(1)}
     try:
         return ChecklistItem.from_spec(spec)
-    except (TypeError, ValueError) as e:
-        raise InputError(f"checklist item {spec!r}: {e}") from None
+    except UsageError as e:  # (from_spec says what was wrong with it, cut short)
+        raise InputError(f"checklist_items: {e}") from None
 
 
 # ------------------------------------------------------------------ the answer criterion

@@ -126,7 +126,7 @@ class ChecklistItem:
         try:
             return cls._from_spec(spec)
         except (TypeError, ValueError, OverflowError) as exc:  # float("n/a"), float(10**400), float({})
-            raise UsageError(f"checklist item: {exc}") from None
+            raise UsageError(f"checklist item: {str(exc)[:200]}") from None  # (float()'s quotes the whole text)
 
     @classmethod
     def _from_spec(cls, spec: ChecklistItem | float | int | str | Mapping[str, Any]) -> ChecklistItem:

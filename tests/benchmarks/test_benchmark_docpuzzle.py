@@ -150,6 +150,14 @@ def test_a_record_missing_a_field_is_a_bad_record_naming_it(tmp_path: Path, drop
     assert lines[1]["correct"] is False and summary["bad_record"] == 1
 
 
+@pytest.mark.parametrize("item", [True, "lots", {"min": "many"}, {"value": 10**400}, ["nested"], "x" * 100_000])
+def test_a_bad_checklist_item_is_that_records_bad_record(tmp_path: Path, item: Any) -> None:
+    bad = {**_puzzle("答案：天津"), "checklist_items": [6110, item]}
+    lines, summary = _check(tmp_path, [bad, _puzzle("答案：天津")])
+    assert lines[0]["status"] == "bad_record" and "checklist_items" in lines[0]["error"], lines[0]
+    assert len(lines[0]["error"]) < 1000 and lines[1]["correct"] is True and summary["bad_record"] == 1
+
+
 # ------------------------------------------------------------------ Chinese and mixed-text numbers
 
 

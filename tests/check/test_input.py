@@ -519,7 +519,7 @@ def test_count_records_never_drains_a_stream(tmp_path: Path) -> None:
 
 def test_validate_reads_stdin_but_fixes_only_a_file(tmp_path: Path) -> None:
     golds = (DATA / "golds_validate.jsonl").read_bytes()
-    done = potrun("validate", "-", "--quiet", "--workers", "1", stdin=golds)
+    done = potrun("validate", "-", "--quiet", "--workers", "1", "--timeout", "2", stdin=golds)  # (one loops)
     assert done.returncode in (0, 1) and len(done.stdout.splitlines()) == len(golds.splitlines())
     refused = potrun("validate", "-", "--quiet", "--fix-answers", str(tmp_path / "fixed.jsonl"), stdin=golds)
     assert refused.returncode == 2 and b"not a stream" in refused.stderr

@@ -292,16 +292,16 @@ def test_a_container_killed_from_outside_is_replaced_and_its_programs_retried(en
 @pytest.mark.slow
 @pytest.mark.skipif(not GSM8K.exists(), reason=f"{GSM8K} is not here")
 def test_gsm8k_gives_the_same_statuses_and_values_as_the_process_backend(engine, tmp_path):
-    # A few GSM8K programs need 3-5 s of CPU, two never end. CPU time decides a timeout, but a busy
-    # machine makes each instruction dearer too (a core's caches and its hyperthread are shared: the
-    # slowest real program, line 856, measured 3.98 and 4.81 s of CPU idle, then 5.98 s under docker and
-    # past 10 s under the process backend in one .ci/run beside a CPU hog of two busy processes), so
-    # --timeout 20 stops the endless ones and leaves the slow ones room (the wall net: 100 s).
+    # CPU time decides a timeout, on both backends alike. Every GSM8K program needs under 0.5 s of CPU
+    # but four: lines 826 and 856 (~3 and ~4.5 s idle) and 1104 and 1106 (endless). Under --timeout 2
+    # those four are timeouts on both backends however busy the machine (which makes each instruction
+    # dearer, up to ~1.5x measured: a 0.5 s program stays far below 2 s, a 2.9 s one above), and the run
+    # spends 2 s on each instead of 20.
     outputs = {}
     for name in ("process", "docker"):
         out = tmp_path / f"{name}.jsonl"
         code = main(
-            ["check", str(GSM8K), "--backend", name, "--workers", "2", "--timeout", "20", "--quiet", "--out", str(out)]
+            ["check", str(GSM8K), "--backend", name, "--workers", "2", "--timeout", "2", "--quiet", "--out", str(out)]
             + (["--image", DOCKER_IMAGE] if name == "docker" else [])
         )
         assert code == 0
@@ -315,6 +315,7 @@ def test_gsm8k_gives_the_same_statuses_and_values_as_the_process_backend(engine,
     ]
     assert differ == []
     assert sum(r["status"] == "ok" for r in docker) > 1200
+    assert sum(r["status"] == "timeout" for r in docker) == 4, [r["line"] for r in docker if r["status"] == "timeout"]
 
 
 def _start_check(tmp_path: Path) -> subprocess.Popen:
