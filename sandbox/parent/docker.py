@@ -646,6 +646,9 @@ class DockerBackend:
         self.limits = limits or Limits()
         self.client = client or connect()
         require_image(self.client, self.image)  # a missing image fails here, saying how to build it
+        # Here, on the caller's thread (the main one, as a rule), not in start_worker: the pool makes
+        # its workers on a thread of its own, where no signal handler can be installed.
+        _install_hooks()
         self.session = uuid.uuid4().hex
         self.max_parallel = max_parallel
         self._executor: ThreadPoolExecutor | None = None

@@ -363,6 +363,22 @@ def test_an_interrupted_run_leaves_no_container(engine, tmp_path, signum):
 
 
 @pytest.mark.docker
+def test_a_script_on_the_docker_backend_removes_its_containers_on_sigterm(engine):
+    """A script (not the CLI, which handles SIGTERM itself) gets the backend's SIGTERM and SIGHUP hooks,
+    although the pool makes its containers on a thread of its own (where none can be installed)."""
+    script = (
+        "import signal\n"
+        "from potrun.sandbox.api import Sandbox\n"
+        f"with Sandbox('docker', workers=1, image={DOCKER_IMAGE!r}) as box:\n"
+        "    assert box.run('ans = 1').value == 1\n"
+        "    print([signal.getsignal(s) is not signal.SIG_DFL for s in (signal.SIGTERM, signal.SIGHUP)])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[True, True]"
+
+
+@pytest.mark.docker
 def test_a_killed_run_leaves_no_container(engine, tmp_path):
     proc = _start_check(tmp_path)
     proc.kill()
