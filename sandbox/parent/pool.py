@@ -15,7 +15,8 @@ A replacement starts on a thread of its own, never on the dispatcher's: its slot
 (`Slot.starting`), the other workers are fed and read as before, and the new worker takes the slot
 when its hello has come (with a pool of one worker, requests wait for it). Every worker is made on one
 thread, the pool's launcher, that lives as long as the pool: a worker dies with the thread that made
-it (PR_SET_PDEATHSIG is a thread's), so neither a starter's thread nor a caller's may make one.
+it (PR_SET_PDEATHSIG is a thread's), so neither a starter's thread nor a caller's may make one
+(`starting.py`: the backend interface, the launcher, the wait for a hello).
 A timeout the machine's load may have caused (the wall-clock net stopped a program that was computing)
 is confirmed by a second run under a wider net before it is reported (`potrun.types.confirming_limits`).
 
@@ -43,19 +44,20 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from queue import SimpleQueue
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
+from potrun.sandbox.parent.starting import Backend as Backend  # re-exported: the backends' interface
+from potrun.sandbox.parent.starting import Launcher, await_hello
+from potrun.sandbox.parent.starting import StartFailed as StartFailed
+from potrun.sandbox.parent.starting import WorkerConnection as WorkerConnection
 from potrun.sandbox.wire.protocol import (
-    PROTOCOL_VERSION,
     FrameReader,
     Hello,
     ProtocolError,
-    ProtocolMismatch,
     RunRequest,
     decode,
     encode_exit,
@@ -75,7 +77,6 @@ MAX_AHEAD = 20_000  # results a stream holds for in-order delivery behind one sl
 MAX_AHEAD_BYTES = 16 << 20
 SUBMIT_BATCH = 16  # requests a caller hands over at once: the dispatcher starts on them while it reads on
 WATCHDOG_GRACE_S = 3.0  # beyond a program's own limit, before the worker itself is presumed lost
-START_TIMEOUT_S = 60.0
 # A worker that does not start (killed as it starts, a container the engine could not make in time) is
 # tried again after these pauses: START_TRIES tries in all, 3.1 s of pauses, before the pool gives up.
 START_PAUSES_S = (0.1, 0.5, 2.5)
@@ -88,27 +89,6 @@ MAX_ATTEMPTS = 2  # runs of a program during which its worker died, before it is
 CANCEL_GRACE_S = 0.25
 
 log = logging.getLogger("potrun.sandbox")
-
-
-class StartFailed(Exception):
-    """One try at starting a worker failed (the pool tries again; `SandboxUnavailable` if it persists)."""
-
-
-class WorkerConnection(Protocol):
-    """One running worker, as a backend provides it."""
-
-    def read_fd(self) -> int: ...
-    def write_fd(self) -> int: ...
-    def read(self) -> bytes: ...  # what is available now; b"" at end of stream
-    def write(self, data: bytes) -> int: ...  # non-blocking; bytes taken
-    def kill(self) -> None: ...
-
-
-class Backend(Protocol):
-    name: str
-
-    def start_worker(self, slot: int) -> WorkerConnection: ...
-    def close(self) -> None: ...
 
 
 class Cancelled(PotrunError):
@@ -151,40 +131,6 @@ class Cancellation:
 
 
 _cancellation: ContextVar[Cancellation | None] = ContextVar("potrun_cancellation", default=None)
-
-T = TypeVar("T")
-
-
-class Launcher:
-    """The one thread a pool makes its workers on, alive until the pool has stopped them. A worker asks
-    the kernel to kill it when the thread that made it ends (PR_SET_PDEATHSIG follows the thread, not
-    the process): made on a starter's short thread, or on a caller's, it would die with that thread."""
-
-    def __init__(self) -> None:
-        self._calls: SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name="potrun-launcher", daemon=True)
-        self._thread.start()
-
-    def call(self, make: Callable[[], T]) -> T:
-        """`make()`, run on the launcher's thread; its result or its exception."""
-        if threading.current_thread() is self._thread:
-            return make()
-        future: Future[T] = Future()
-        self._calls.put((make, future))
-        return future.result()
-
-    def stop(self) -> None:
-        self._calls.put(None)
-        self._thread.join()
-
-    def _serve(self) -> None:
-        while (call := self._calls.get()) is not None:
-            make, future = call
-            try:
-                future.set_result(make())
-            except BaseException as exc:  # the caller's to handle, on its own thread
-                future.set_exception(exc)
-
 
 # What a stream is handed: the results that arrived in one turn of the dispatcher, each (index, result,
 # bytes held), or why no more will come.
@@ -415,46 +361,7 @@ class Pool:
             raise StartFailed(f"it could not be launched ({exc})") from None
 
     def _await_hello(self, slot: Slot) -> None:
-        """Wait for the worker's hello; StartFailed (the worker killed) saying why when none comes."""
-        try:
-            slot.hello = Hello.from_wire(self._read_hello(slot))
-        except ProtocolMismatch as exc:  # a worker from an older image would misread every request
-            slot.conn.kill()
-            raise SandboxUnavailable(
-                f"{self.backend.name} worker {slot.number} speaks protocol {exc.spoken}, "
-                f"potrun speaks {PROTOCOL_VERSION}: rebuild the sandbox image"
-            ) from None
-        except ProtocolError as exc:
-            slot.conn.kill()
-            raise StartFailed(f"its hello was not the protocol's ({exc})") from None
-        except StartFailed:
-            slot.conn.kill()
-            raise
-
-    def _read_hello(self, slot: Slot) -> dict[str, Any]:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        closed = [self._close_read] if self._close_read >= 0 else []
-        try:
-            while time.monotonic() < deadline:
-                ready, _, _ = select.select(
-                    [slot.conn.read_fd(), *closed], [], [], max(0.0, deadline - time.monotonic())
-                )
-                if not ready:
-                    break
-                if closed and closed[0] in ready:
-                    raise StartFailed("the sandbox was closed")
-                data = slot.conn.read()
-                if not data:
-                    raise StartFailed("it exited before its hello")
-                for body in slot.reader.feed(data):
-                    message = decode(body)
-                    if message.get("op") == "hello":
-                        return message
-        except (OSError, ProtocolError) as exc:
-            raise StartFailed(f"its output broke off or was not the protocol ({exc})") from None
-        except SandboxUnavailable as exc:  # a container that the engine could not make or start
-            raise StartFailed(str(exc)) from None
-        raise StartFailed(f"no hello within {START_TIMEOUT_S:g} s")
+        slot.hello = await_hello(slot.conn, slot.reader, f"{self.backend.name} worker {slot.number}", self._close_read)
 
     def _replace(self, slot: Slot) -> None:
         """Kill the slot's worker and start its replacement on a thread of its own (its tries and pauses
