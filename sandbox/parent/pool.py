@@ -132,6 +132,7 @@ class Cancellation:
 
 _cancellation: ContextVar[Cancellation | None] = ContextVar("potrun_cancellation", default=None)
 
+
 # What a stream is handed: the results that arrived in one turn of the dispatcher, each (index, result,
 # bytes held), or why no more will come.
 Arrival = list[tuple[int, ExecResult | None, int]] | BaseException
@@ -233,7 +234,7 @@ class Pool:
         self._rationed = False  # held answers are past the budget: only workers with a due program are read
         self._woken = False
         self._wake_read, self._wake_write = -1, -1
-        # Written once by close(), never read: a wait for a worker's hello ends at once (`_read_hello`).
+        # Written once by close(), never read: a wait for a worker's hello ends at once (`await_hello`).
         self._close_read, self._close_write = -1, -1
         self._dispatcher: threading.Thread | None = None
         self._launcher: Launcher | None = None
