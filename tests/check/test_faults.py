@@ -107,6 +107,7 @@ class Injector:
     kills: int
     stop_one: bool = True
     pause_s: tuple[float, float] = (0.05, 0.35)
+    first_pause_s: tuple[float, float] | None = None  # before the first fault, where not pause_s
     log: list[tuple[str, str, int]] = field(default_factory=list)  # (signal, role, pid)
     _done: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -129,7 +130,8 @@ class Injector:
         rng = random.Random(self.seed)
         stop_at = rng.randrange(self.kills) if self.stop_one else -1
         for n in range(self.kills):
-            if self._done.wait(rng.uniform(*self.pause_s)):
+            pause = self.first_pause_s if n == 0 and self.first_pause_s is not None else self.pause_s
+            if self._done.wait(rng.uniform(*pause)):
                 return
             targets = self.targets()
             if not targets:
@@ -249,10 +251,14 @@ def test_cli_survives_random_kills_and_a_stop(
     )
     wait_lines(out, 10, process)
     machinery = set(descendants(process.pid))
-    injector = Injector(seed, cli_tree(process.pid, backend), kills=5).start()
+    # (the first fault at once: the run has under a second of work left after its first 10 lines)
+    injector = Injector(seed, cli_tree(process.pid, backend), kills=5, first_pause_s=(0.0, 0.02)).start()
     try:
-        if kill_parent:
+        if kill_parent:  # a preemption, once the injector has hit the tree (a fast run gives it little time)
             wait_lines(out, RECORDS // 2, process)
+            deadline = time.monotonic() + 60
+            while injector.faults == 0 and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
             process.kill()
         _, stderr = process.communicate(timeout=180)
     finally:

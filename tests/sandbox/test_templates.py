@@ -321,9 +321,13 @@ def test_templates_never_outlive_the_worker(victim: str, backend: str) -> None:
         assert [r.value for r in results] == [6, 6, 6], [describe(r) for r in results]
         assert box._pool is not None
         root = worker_host_pid(box._pool.slots[0].conn)
-        templates, fork_server = templates_of(root)
-        made = len(HEAVY_PROGRAMS) if backend == "process" else 0  # none in a container (Templates.enabled)
-        assert len(templates) == made <= MAX_TEMPLATES, templates
+        if backend == "process":
+            templates, fork_server = templates_of(root)
+            assert len(templates) == len(HEAVY_PROGRAMS) <= MAX_TEMPLATES, templates
+        else:  # a container holds no template, nor placeholders of their slots: only its fork server below
+            below = descendants(root, process_table())
+            assert list(below.values()) == [1], f"below the container's worker: {below}"
+            templates, fork_server = set(), -1
         everything = set(descendants(root, process_table()))
         os.kill(root if victim == "worker" else fork_server, signal.SIGKILL)
         left = wait_gone(templates if victim == "fork_server" else everything)
