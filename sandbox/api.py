@@ -115,7 +115,7 @@ def _checked_request(request: object) -> RunRequest | None:
             raise UsageError(f"a request's {flag} must be True or False")
     if request.stdin is not None or request.files:
         if not isinstance(request.files, tuple) or not all(
-            isinstance(item, tuple) and len(item) == 2 for item in request.files
+            isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) for item in request.files
         ):
             raise UsageError("a request's files must be (name, bytes) pairs (Sandbox.request makes them)")
         _checked_files(request.stdin, dict(request.files))

@@ -109,6 +109,7 @@ BAD_REQUESTS = {
     "capture 1": lambda good: dataclasses.replace(good, capture=1),
     "file outside": lambda good: dataclasses.replace(good, files=(("../x", b"a"),)),
     "file text pairs": lambda good: dataclasses.replace(good, files=("ab",)),
+    "file name a list": lambda good: dataclasses.replace(good, files=(([1], b"a"),)),
 }
 
 
