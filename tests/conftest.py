@@ -21,7 +21,7 @@ import secrets
 import signal
 import socket
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ import potrun.sandbox.parent.docker
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox.api import SandboxConfig
 from potrun.sandbox.config import BACKENDS, unavailable
+from potrun.sandbox.wire.protocol import RunRequest
 
 # Tests send SIGINT to the potrun commands they start (Ctrl-C's path). A shell starts a background job with
 # SIGINT ignored, and an ignored signal is inherited through exec: the commands would then ignore it too.
@@ -194,6 +195,21 @@ def settled(box: Sandbox) -> None:
     is the test's to find: its slots are read as they are.)"""
     if box._pool is not None:
         box._pool.settled(REPLACEMENT_PATIENCE_S)
+
+
+def dying_once_on(deaths: set[int]) -> Callable[[RunRequest], ExecResult]:
+    """A fake worker's handler for programs `ans = k`: the worker dies on each k of `deaths`, once;
+    any other program gives k."""
+    died: set[int] = set()
+
+    def dies_on(request: RunRequest) -> ExecResult:
+        k = int(request.source.split("=")[1])
+        if k in deaths and k not in died:
+            died.add(k)
+            raise RuntimeError("the worker died")
+        return ExecResult(Status.OK, value=k, value_type="int")
+
+    return dies_on
 
 
 def assert_pool_healthy(box: Sandbox) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DOCKER_IMAGE, describe, lines_of, process_table, worker_host_pid
+from conftest import DOCKER_IMAGE, describe, dying_once_on, lines_of, process_table, worker_host_pid
 from paths import SHARED
 
 from potrun import ExecResult, Sandbox, Status
@@ -642,14 +642,7 @@ def test_a_death_charges_only_the_program_that_was_running(seed: int) -> None:
     running was re-sent free: only the programs it died on show a second attempt."""
     rng = random.Random(seed)
     deaths = set(rng.sample(range(300), 12))
-    died: set[int] = set()
-
-    def dies_on(request: RunRequest) -> ExecResult:
-        k = int(request.source.split("=")[1])
-        if k in deaths and k not in died:
-            died.add(k)
-            raise RuntimeError("the worker died")
-        return ExecResult(Status.OK, value=k, value_type="int")
+    dies_on = dying_once_on(deaths)
 
     pool = Pool(FakeBackend(dies_on), 2)
     pool.start()

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import pytest
-from conftest import DOCKER_IMAGE, assert_pool_healthy, describe, process_table, worker_host_pid
+from conftest import DOCKER_IMAGE, assert_pool_healthy, describe, dying_once_on, process_table, worker_host_pid
 
 from potrun import ExecResult, Sandbox, Status
 from potrun.sandbox.kernel.isolation import PIDS_CGROUP_ROOT, pids_cgroup_name
@@ -254,14 +254,7 @@ def test_seeded_deaths_with_every_replacement_held_stall_no_program(seed: int) -
     size = rng.randint(2, 4)
     count = rng.randint(100, 400)
     deaths = set(rng.sample(range(count), size - 1))
-    died: set[int] = set()
-
-    def dies_on(request: RunRequest) -> ExecResult:
-        k = int(request.source.split("=")[1])
-        if k in deaths and k not in died:
-            died.add(k)
-            raise RuntimeError("the worker died")
-        return ExecResult(Status.OK, value=k, value_type="int")
+    dies_on = dying_once_on(deaths)
 
     backend = HeldFakeReplacements(dies_on, size)
     pool = Pool(backend, size)
